@@ -13,14 +13,6 @@ use crate::error::{Error, Result};
 const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)";
 const LLAMA3: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 const QWEN2: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
-const DEEPSEEK_LLM: &[&str] = &[
-    r"[\r\n]",
-    r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
-    r"\s?[!-/:-~！-／：-～‘-‟　-。]+",
-    r"\s+$",
-    r"[一-龥ࠀ-一가-퟿]+",
-    r"\p{N}+",
-];
 const DEFAULT: &[&str] = &[r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", r"[0-9][0-9][0-9]"];
 
 /// The regex list for a `tokenizer.ggml.pre` name, and whether the whole piece is looked up in the
@@ -38,7 +30,6 @@ fn pre_tokenizer(pre: &str) -> Option<(Vec<&'static str>, bool)> {
         "gpt-2" | "gpt2" | "phi-2" | "jina-es" | "jina-de" | "gigachat" | "jina-v1-en"
         | "jina-v2-es" | "jina-v2-de" | "jina-v2-code" | "roberta-bpe" | "mpt" | "olmo"
         | "jais" | "trillion" => (vec![GPT2], false),
-        "deepseek-llm" => (DEEPSEEK_LLM.to_vec(), false),
         _ => return None,
     })
 }
@@ -110,13 +101,15 @@ impl Bpe {
     ) -> Result<Bpe> {
         let (patterns, ignore_merges) = pre_tokenizer(pre).ok_or_else(|| {
             Error::Tokenizer(format!(
-                "pre-tokenizer {pre:?} (tokenizer.ggml.pre) is not supported; Tandem knows default, gpt2, llama-bpe, qwen2, smollm, starcoder, deepseek-llm and their aliases"
+                "pre-tokenizer {pre:?} (tokenizer.ggml.pre) is not supported; Tandem knows default, gpt2, llama-bpe, qwen2, smollm, starcoder and their aliases"
             ))
         })?;
         let regexes = patterns
             .iter()
             .map(|p| {
-                Regex::new(p).map_err(|e| Error::Tokenizer(format!("pre-tokenizer regex: {e}")))
+                Regex::new(p).map_err(|e| {
+                    Error::Tokenizer(format!("pre-tokenizer {pre:?}: regex {p:?}: {e:?}"))
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         let byte_char = byte_to_char_table();
@@ -158,7 +151,7 @@ impl Bpe {
     }
 
     /// Splits `text` into pre-tokenizer pieces (byte ranges).
-    fn split(&self, text: &str) -> Result<Vec<(usize, usize)>> {
+    pub(super) fn split(&self, text: &str) -> Result<Vec<(usize, usize)>> {
         let mut pieces = vec![(0, text.len())];
         for re in &self.regexes {
             let mut next = Vec::with_capacity(pieces.len() * 2);

@@ -204,6 +204,10 @@ fn gemma3_metadata() {
 
 /// A byte-level BPE vocabulary: the 256 byte characters, then `extra`.
 fn bpe_tok(extra: &[&str], merges: &[&str], specials: &[&str]) -> Tokenizer {
+    bpe_tok_pre("gpt2", extra, merges, specials)
+}
+
+fn bpe_tok_pre(pre: &str, extra: &[&str], merges: &[&str], specials: &[&str]) -> Tokenizer {
     let table = bpe::char_to_byte_table();
     let mut byte_chars = vec![String::new(); 256];
     for (cp, &b) in table.iter().enumerate() {
@@ -223,7 +227,7 @@ fn bpe_tok(extra: &[&str], merges: &[&str], specials: &[&str]) -> Tokenizer {
     }
     Tokenizer::from_config(TokenizerConfig {
         model: "gpt2".into(),
-        pre: Some("gpt2".into()),
+        pre: Some(pre.into()),
         tokens,
         token_type: types,
         merges: merges.iter().map(|s| s.to_string()).collect(),
@@ -274,6 +278,59 @@ fn bpe_pretokenizer_and_bytes() {
     assert_eq!(
         tok.decode(&tok.encode("a<|end|>b", false, true).unwrap()),
         "ab"
+    );
+}
+
+#[test]
+fn every_pre_tokenizer_compiles_and_round_trips() {
+    let text = "Hello  world's 12345!\n\n\tcafé 日本 🎉  ";
+    for pre in [
+        "default",
+        "gpt2",
+        "llama-bpe",
+        "llama3",
+        "qwen2",
+        "smollm",
+        "starcoder",
+        "dbrx",
+    ] {
+        let tok = bpe_tok_pre(pre, &[], &[], &[]);
+        let ids = tok.encode(text, true, true).unwrap();
+        assert_eq!(tok.decode(&ids), text, "pre {pre}");
+    }
+    // llama3 adds BOS by default.
+    assert!(bpe_tok_pre("llama-bpe", &[], &[], &[]).add_bos());
+}
+
+#[test]
+fn pre_tokenizer_pieces() {
+    let pieces = |pre: &str, text: &str| -> Vec<String> {
+        let tok = bpe_tok_pre(pre, &[], &[], &[]);
+        let Model::Bpe(m) = &tok.model else {
+            unreachable!()
+        };
+        m.split(text)
+            .unwrap()
+            .into_iter()
+            .map(|(s, e)| text[s..e].to_owned())
+            .collect()
+    };
+    let text = "I'm  at 12345\n\n ok";
+    assert_eq!(
+        pieces("gpt2", text),
+        ["I", "'m", " ", " at", " 12345", "\n\n", " ok"]
+    );
+    assert_eq!(
+        pieces("smollm", text),
+        ["I", "'m", " ", " at", " ", "1", "2", "3", "4", "5", "\n\n", " ok"]
+    );
+    assert_eq!(
+        pieces("llama-bpe", text),
+        ["I", "'m", " ", " at", " ", "123", "45", "\n\n", " ok"]
+    );
+    assert_eq!(
+        pieces("qwen2", text),
+        ["I", "'m", " ", " at", " ", "1", "2", "3", "4", "5", "\n\n", " ok"]
     );
 }
 
