@@ -10,3 +10,6 @@ pub mod gguf;
 pub mod quant;
 
 pub use error::{Error, Result};
+pub mod gpu;
+pub mod kernels;
+pub mod model;
