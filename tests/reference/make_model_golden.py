@@ -174,15 +174,23 @@ def real_models(models_dir):
         write(name, fname, out, ppl)
 
 
+MIN_MARGIN_TINY = 0.01
+
+
 def tiny_cases(vocab, bos, tok_ids_of):
-    g = torch.Generator().manual_seed(1234)
-    rnd = lambda n: [int(x) for x in torch.randint(3, vocab, (n,), generator=g)]
+    """(name, prompt, [candidate prompt token lists]); the first candidate whose 24 greedy steps all
+    have a top1-top2 margin >= MIN_MARGIN_TINY is kept (else the one with the largest minimum)."""
+    def rnd(seed, n):
+        g = torch.Generator().manual_seed(seed)
+        return [int(x) for x in torch.randint(3, vocab, (n,), generator=g)]
+    text = "Gentlemen of the Congress: The year that has elapsed since I last stood before you"
     return [
-        ("bos_only", "(BOS only)", [bos]),
-        ("short_text", "Gentlemen of the Congress", [bos] + tok_ids_of("Gentlemen of the Congress")[:20]),
-        ("random_17", "(17 random ids)", [bos] + rnd(16)),
-        ("random_64", "(64 random ids; longer than the gemma3 sliding window)", [bos] + rnd(63)),
-        ("random_100_no_bos", "(100 random ids, no BOS)", rnd(100)),
+        ("bos_only", "(BOS only)", [[bos]]),
+        ("short_text", text, [[bos] + tok_ids_of(text)[:k] for k in range(14, 4, -1)]),
+        ("random_17", "(BOS + 16 random ids)", [[bos] + rnd(1000 + i, 16) for i in range(30)]),
+        ("random_64", "(BOS + 63 random ids; longer than the gemma3 sliding window)",
+         [[bos] + rnd(2000 + i, 63) for i in range(30)]),
+        ("random_100_no_bos", "(100 random ids, no BOS)", [rnd(3000 + i, 100) for i in range(30)]),
     ]
 
 
@@ -192,17 +200,24 @@ def tiny_models():
     names = ["tiny-llama", "tiny-llama-q8_0", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3"]
     sys.path.insert(0, str(Path(__file__).parent))
     from make_tiny_models import load_gguf_as_hf  # same loader the round-trip check uses
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=str(fx / "tiny-tokenizer.model"))
     for name in names:
         path = fx / f"{name}.gguf"
         print(f"== {path.relative_to(REPO)}", flush=True)
         model = load_gguf_as_hf(path)
-        import sentencepiece as spm
-        sp = spm.SentencePieceProcessor(model_file=str(fx / "tiny-tokenizer.model"))
         vocab = model.config.vocab_size
         bos = sp.bos_id()
         out = []
-        for cname, prompt, ids in tiny_cases(vocab, bos, lambda s: sp.encode(s)):
-            greedy, top, margins = run_case(model, ids, None if vocab <= 1024 else 64)
+        for cname, prompt, candidates in tiny_cases(vocab, bos, lambda s: sp.encode(s)):
+            best = None
+            for ids in candidates:
+                greedy, top, margins = run_case(model, ids, None if vocab <= 1024 else 64)
+                if best is None or min(margins) > min(best[3]):
+                    best = (ids, greedy, top, margins)
+                if min(margins) >= MIN_MARGIN_TINY:
+                    break
+            ids, greedy, top, margins = best
             print(f"  {cname}: {len(ids)} prompt tokens; greedy {greedy}; min margin {min(margins):.4f}", flush=True)
             out.append({"name": cname, "prompt": prompt, "prompt_tokens": ids, "greedy_tokens": greedy,
                         "top_logits": top, "margins": margins})

@@ -96,7 +96,10 @@ def build(family, config, seed):
             elif name.endswith(".bias"):
                 p.copy_(0.5 * torch.randn(p.shape, generator=g))
             elif "embed_tokens" in name or "lm_head" in name:
-                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+                # gemma3 multiplies the embedding by sqrt(hidden) = 8: keep it from swamping the
+                # residual stream (otherwise the tied head just echoes the last input token)
+                std = 0.15 if family == "gemma3" else 0.5
+                p.copy_(std * torch.randn(p.shape, generator=g))
             else:
                 p.copy_(0.25 * torch.randn(p.shape, generator=g))
     return model
@@ -178,6 +181,29 @@ def compare(a, b, tag):
     return err, scale, nmse, same_argmax
 
 
+@torch.no_grad()
+def sensitivity(model, config):
+    """The gemma3 fixture must exercise what is special about it: the sliding window, the local rope
+    base and the attention scale each change the logits of an 80-token input."""
+    import copy
+    from transformers import AutoModelForCausalLM
+    variants = {
+        "no sliding window": dict(sliding_window=10_000),
+        "local rope base = global": dict(rope_parameters={
+            "full_attention": dict(config.rope_parameters["full_attention"]),
+            "sliding_attention": dict(config.rope_parameters["full_attention"])}),
+        "query_pre_attn_scalar 256 (transformers' GGUF default)": dict(query_pre_attn_scalar=256),
+    }
+    for tag, change in variants.items():
+        cfg = copy.deepcopy(config)
+        for k, v in change.items():
+            setattr(cfg, k, v)
+        other = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+        other.load_state_dict(model.state_dict())
+        err, scale, nmse, same = compare(model, other, f"gemma3 vs {tag}")
+        assert nmse > 1e-4, f"gemma3 fixture does not depend on: {tag}"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-cpp", required=True, help="path to llama.cpp source (has convert_hf_to_gguf.py)")
@@ -206,6 +232,8 @@ def main():
             report[name] = {"max_abs_dlogit": err, "max_abs_logit": scale, "nmse": nmse, "argmax_equal": same,
                             "ok": ok}
             assert ok, f"{name}: GGUF round trip mismatch"
+        if family == "gemma3":
+            sensitivity(model, config)
     print(json.dumps(report, indent=1))
 
 
