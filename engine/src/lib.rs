@@ -11,3 +11,6 @@ pub mod quant;
 pub mod tokenizer;
 
 pub use error::{Error, Result};
+pub mod gpu;
+pub mod kernels;
+pub mod model;

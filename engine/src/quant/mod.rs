@@ -138,3 +138,6 @@ impl fmt::Display for GgmlType {
         f.write_str(&self.name())
     }
 }
+
+mod repack;
+pub use repack::{gpu_bytes, repack_for_gpu};

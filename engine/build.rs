@@ -1,0 +1,75 @@
+//! Expands the WGSL kernels in `../wgsl` into the closed set of variants the engine uses, at build
+//! time, so every variant can be listed, validated by naga without a GPU, and tested.
+//!
+//! A kernel file may start with directive comments:
+//! - `// tandem:include common/x.wgsl`: prepend a helper file (include-only helpers live in common/).
+//! - `// tandem:per-qtype`: build one variant per GGML weight type, named `<stem>_<qtype>`, each with
+//!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`).
+//!
+//! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+const QTYPES: &[&str] = &["f32", "q4_1", "q8_0"];
+
+fn main() {
+    let wgsl = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wgsl");
+    println!("cargo:rerun-if-changed={}", wgsl.display());
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&wgsl)
+        .expect("wgsl/ folder")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
+        .collect();
+    files.sort();
+
+    let mut out = String::from("pub const SHADERS: &[(&str, &str)] = &[\n");
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let text = std::fs::read_to_string(file).expect("read kernel");
+        let mut includes = Vec::new();
+        let mut per_qtype = false;
+        for line in text.lines() {
+            let Some(d) = line.trim().strip_prefix("// tandem:") else {
+                continue;
+            };
+            if let Some(inc) = d.strip_prefix("include ") {
+                includes.push(wgsl.join(inc.trim()));
+            } else if d.trim() == "per-qtype" {
+                per_qtype = true;
+            } else {
+                panic!("{}: unknown directive {d}", file.display());
+            }
+        }
+        let variants: Vec<(String, Vec<PathBuf>)> = if per_qtype {
+            QTYPES
+                .iter()
+                .map(|q| {
+                    let mut inc = includes.clone();
+                    inc.push(wgsl.join(format!("common/quant_{q}.wgsl")));
+                    (format!("{stem}_{q}"), inc)
+                })
+                .collect()
+        } else {
+            vec![(stem.clone(), includes.clone())]
+        };
+        for (name, incs) in variants {
+            let mut parts = String::new();
+            for inc in &incs {
+                assert!(inc.exists(), "{}: missing include {}", file.display(), inc.display());
+                println!("cargo:rerun-if-changed={}", inc.display());
+                write!(parts, "include_str!({:?}), \"\\n\", ", inc.display().to_string()).unwrap();
+            }
+            writeln!(
+                out,
+                "    ({name:?}, concat!({parts}include_str!({:?}))),",
+                file.display().to_string()
+            )
+            .unwrap();
+        }
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("shaders.rs");
+    std::fs::write(dest, out).unwrap();
+}

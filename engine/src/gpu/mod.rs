@@ -1,0 +1,369 @@
+//! The GPU: adapter and device with the limits and features Tandem asks for, buffers, the kernel
+//! pipeline cache, and the readback of results.
+
+mod oneshot;
+pub mod shaders;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use wgpu::util::DeviceExt;
+
+use crate::{Error, Result};
+
+/// What a kernel's bind group holds, binding by binding (binding i = entry i).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Binding {
+    /// `var<storage, read>`
+    Read,
+    /// `var<storage, read_write>`
+    ReadWrite,
+    /// `var<uniform>`
+    Uniform,
+}
+
+/// Optional adapter capabilities that select faster kernel variants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuFeatures {
+    pub f16: bool,
+    pub subgroups: bool,
+    pub timestamps: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Take the adapter's software fallback (lavapipe, SwiftShader) even when a GPU exists.
+    pub force_fallback: bool,
+    /// Turn off f16 and subgroup kernels even where the adapter has them (to test the fallbacks).
+    pub portable_only: bool,
+}
+
+/// A compute pipeline: the expanded WGSL variant and its override constants.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PipelineKey {
+    /// The variant name from `shaders::SHADERS`, e.g. `matvec_q4_k`.
+    pub shader: String,
+    /// Override constants, by name (WGSL `override`), as integers.
+    pub constants: Vec<(&'static str, u32)>,
+    pub layout: &'static [Binding],
+}
+
+pub struct Gpu {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub features: GpuFeatures,
+    layouts: Mutex<HashMap<&'static [Binding], wgpu::BindGroupLayout>>,
+    pipelines: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
+    lost: Arc<Mutex<Option<String>>>,
+    uncaptured: Arc<Mutex<Option<String>>>,
+}
+
+impl Gpu {
+    /// Opens the best adapter (or the software fallback) with every limit it offers raised to its
+    /// maximum, so that models as large as the adapter allows can load.
+    pub async fn new(opts: &GpuOptions) -> Result<Gpu> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: opts.force_fallback,
+                compatible_surface: None,
+                apply_limit_buckets: false,
+            })
+            .await
+            .map_err(|e| Error::NoAdapter(e.to_string()))?;
+        let have = adapter.features();
+        let mut required = wgpu::Features::empty();
+        let mut features = GpuFeatures::default();
+        if have.contains(wgpu::Features::SHADER_F16) && !opts.portable_only {
+            required |= wgpu::Features::SHADER_F16;
+            features.f16 = true;
+        }
+        if have.contains(wgpu::Features::SUBGROUP) && !opts.portable_only {
+            required |= wgpu::Features::SUBGROUP;
+            features.subgroups = true;
+        }
+        if have.contains(wgpu::Features::TIMESTAMP_QUERY) {
+            required |= wgpu::Features::TIMESTAMP_QUERY;
+            features.timestamps = true;
+            if have.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES) {
+                required |= wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+            }
+        }
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("tandem"),
+                required_features: required,
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| Error::Gpu(format!("requesting the device failed: {e}")))?;
+        let lost = Arc::new(Mutex::new(None));
+        let lost_in_cb = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            *lost_in_cb.lock().unwrap() = Some(format!("{reason:?}: {message}"));
+        });
+        // Errors outside an error scope are kept and reported by the next `check_lost`, rather
+        // than wgpu's default of panicking.
+        let uncaptured = Arc::new(Mutex::new(None));
+        let uncaptured_in_cb = uncaptured.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut slot = uncaptured_in_cb.lock().unwrap();
+            if slot.is_none() {
+                *slot = Some(e.to_string());
+            }
+        }));
+        Ok(Gpu {
+            device,
+            queue,
+            info: adapter.get_info(),
+            limits,
+            features,
+            layouts: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(HashMap::new()),
+            lost,
+            uncaptured,
+        })
+    }
+
+    /// One line describing the adapter, for logs and `info`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, subgroups {}",
+            self.info.name,
+            self.info.backend,
+            self.info.device_type,
+            self.limits.max_storage_buffer_binding_size >> 20,
+            self.limits.max_buffer_size >> 20,
+            self.features.f16,
+            self.features.subgroups
+        )
+    }
+
+    /// Largest byte size one storage binding may have (tensors above it are split by rows).
+    pub fn max_binding(&self) -> u64 {
+        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+    }
+
+    /// Reports a lost device, or the first GPU error raised outside an error scope.
+    pub fn check_lost(&self) -> Result<()> {
+        if let Some(msg) = self.lost.lock().unwrap().clone() {
+            return Err(Error::DeviceLost(msg));
+        }
+        if let Some(msg) = self.uncaptured.lock().unwrap().take() {
+            return Err(Error::Gpu(msg));
+        }
+        Ok(())
+    }
+
+    /// A storage buffer of `size` bytes (rounded up to 4), zero-initialised.
+    pub fn storage(&self, label: &str, size: u64) -> Result<wgpu::Buffer> {
+        let size = size.max(4).next_multiple_of(4);
+        self.check_size(label, size)?;
+        Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        }))
+    }
+
+    /// A storage buffer holding `data` (padded with zeros to a multiple of 4 bytes).
+    pub fn storage_init(&self, label: &str, data: &[u8]) -> Result<wgpu::Buffer> {
+        self.check_size(label, data.len() as u64)?;
+        let buffer = self.storage(label, data.len() as u64)?;
+        let whole = data.len() / 4 * 4;
+        if whole > 0 {
+            self.queue.write_buffer(&buffer, 0, &data[..whole]);
+        }
+        if whole < data.len() {
+            let mut tail = [0u8; 4];
+            tail[..data.len() - whole].copy_from_slice(&data[whole..]);
+            self.queue.write_buffer(&buffer, whole as u64, &tail);
+        }
+        Ok(buffer)
+    }
+
+    /// A uniform buffer holding `data` (a `#[repr(C)]` Pod struct), writable later with `write`.
+    pub fn uniform<T: bytemuck::Pod>(&self, label: &str, data: &T) -> wgpu::Buffer {
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents: bytemuck::bytes_of(data),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        })
+    }
+
+    fn check_size(&self, label: &str, size: u64) -> Result<()> {
+        if size > self.limits.max_buffer_size {
+            return Err(Error::Limits {
+                what: format!("a buffer for {label}"),
+                need: size,
+                have: self.limits.max_buffer_size,
+            });
+        }
+        Ok(())
+    }
+
+    pub fn layout(&self, bindings: &'static [Binding]) -> wgpu::BindGroupLayout {
+        let mut layouts = self.layouts.lock().unwrap();
+        layouts
+            .entry(bindings)
+            .or_insert_with(|| {
+                let entries: Vec<_> = bindings
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| wgpu::BindGroupLayoutEntry {
+                        binding: i as u32,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: match b {
+                                Binding::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                                Binding::ReadWrite => {
+                                    wgpu::BufferBindingType::Storage { read_only: false }
+                                }
+                                Binding::Uniform => wgpu::BufferBindingType::Uniform,
+                            },
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                        count: None,
+                    })
+                    .collect();
+                self.device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: None,
+                        entries: &entries,
+                    })
+            })
+            .clone()
+    }
+
+    /// The pipeline for `key`, compiled on first use. Compile errors surface through the error
+    /// scope the caller holds (see [`Gpu::scoped`]); an unknown variant name is an error here.
+    pub fn pipeline(&self, key: &PipelineKey) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self.pipelines.lock().unwrap().get(key) {
+            return Ok(p.clone());
+        }
+        let source = shaders::source(&key.shader).ok_or_else(|| Error::Shader {
+            kernel: key.shader.clone(),
+            message: "no such kernel variant".into(),
+        })?;
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&key.shader),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        let layout = self.layout(key.layout);
+        let pipeline_layout = self
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(&key.shader),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+        let constants: Vec<(&str, f64)> =
+            key.constants.iter().map(|(k, v)| (*k, *v as f64)).collect();
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&key.shader),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: None,
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &constants,
+                    zero_initialize_workgroup_memory: false,
+                },
+                cache: None,
+            });
+        self.pipelines
+            .lock()
+            .unwrap()
+            .insert(key.clone(), pipeline.clone());
+        Ok(pipeline)
+    }
+
+    pub fn bind_group(&self, layout: &'static [Binding], buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        assert_eq!(layout.len(), buffers.len(), "bind group arity");
+        let layout = self.layout(layout);
+        let entries: Vec<_> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &layout,
+            entries: &entries,
+        })
+    }
+
+    /// Runs `f` inside a validation and an out-of-memory error scope, turning what the GPU reports
+    /// into an error instead of a panic.
+    pub async fn scoped<T>(&self, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = f();
+        let validation = validation.pop().await;
+        let oom = oom.pop().await;
+        let value = result?;
+        if let Some(e) = oom {
+            return Err(Error::Gpu(format!("{what}: out of GPU memory: {e}")));
+        }
+        if let Some(e) = validation {
+            return Err(Error::Gpu(format!("{what}: {e}")));
+        }
+        self.check_lost()?;
+        Ok(value)
+    }
+
+    /// Copies `size` bytes of `buffer` from `offset` back to the host.
+    pub async fn read(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>> {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
+        self.queue.submit([encoder.finish()]);
+        self.map_staging(&staging, size).await
+    }
+
+    /// Maps a MAP_READ buffer whose copy has been submitted, and returns its first `size` bytes.
+    pub async fn map_staging(&self, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>> {
+        let (tx, rx) = oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, 0..size, move |r| tx.send(r));
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        rx.await
+            .map_err(|e| Error::Gpu(format!("mapping a buffer: {e}")))?;
+        self.check_lost()?;
+        let data = staging
+            .get_mapped_range(0..size)
+            .map_err(|e| Error::Gpu(format!("mapping a buffer: {e:?}")))?
+            .to_vec();
+        staging.unmap();
+        Ok(data)
+    }
+
+    pub async fn read_f32(&self, buffer: &wgpu::Buffer, offset: u64, n: usize) -> Result<Vec<f32>> {
+        let bytes = self.read(buffer, offset, n as u64 * 4).await?;
+        Ok(bytemuck::pod_collect_to_vec(&bytes))
+    }
+}

@@ -1,0 +1,611 @@
+//! The Rust side of each WGSL kernel: its bindings, its parameters, and the grid it is launched
+//! with. A builder returns a [`Dispatch`]: pipeline(s), a bind group made once, and a grid rule
+//! evaluated per pass from the [`StepInfo`], so a forward pass is a fixed list of dispatches
+//! replayed with one small uniform update.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::gpu::{Binding, Gpu, PipelineKey};
+use crate::quant::GgmlType;
+use crate::Result;
+
+
+
+
+/// The shape of one forward pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepInfo {
+    /// Tokens processed in this pass.
+    pub n_tokens: u32,
+    /// Position of the first of them.
+    pub pos: u32,
+    /// How many of the last tokens need logits.
+    pub n_out: u32,
+}
+
+/// `Step` in `wgsl/common/step.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct StepUniform {
+    pub n_tokens: u32,
+    pub pos: u32,
+    pub n_out: u32,
+    pub out_row0: u32,
+}
+
+impl From<StepInfo> for StepUniform {
+    fn from(s: StepInfo) -> Self {
+        StepUniform {
+            n_tokens: s.n_tokens,
+            pos: s.pos,
+            n_out: s.n_out,
+            out_row0: s.n_tokens - s.n_out,
+        }
+    }
+}
+
+/// Which rows of the pass a kernel covers (`rows_mode` in the WGSL params).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Every token of the pass.
+    Tokens,
+    /// The last `n_out` tokens, whose logits are wanted.
+    Out,
+}
+
+impl Rows {
+    fn count(self, s: &StepInfo) -> u32 {
+        match self {
+            Rows::Tokens => s.n_tokens,
+            Rows::Out => s.n_out,
+        }
+    }
+    fn mode(self) -> u32 {
+        match self {
+            Rows::Tokens => 0,
+            Rows::Out => 1,
+        }
+    }
+}
+
+/// Picks the pipeline (index into `pipelines`) and workgroup counts for a pass, or `None` when
+/// the pass has nothing for this dispatch.
+pub type Grid = Box<dyn Fn(&StepInfo) -> Option<(usize, [u32; 3])> + Send + Sync>;
+
+pub struct Dispatch {
+    pub label: String,
+    pub pipelines: Vec<wgpu::ComputePipeline>,
+    pub bind_group: wgpu::BindGroup,
+    pub grid: Grid,
+}
+
+impl Dispatch {
+    /// Records this dispatch into `pass` for the pass shape `s`; returns whether it ran.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, s: &StepInfo) -> bool {
+        let Some((i, [x, y, z])) = (self.grid)(s) else {
+            return false;
+        };
+        pass.set_pipeline(&self.pipelines[i]);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(x, y, z);
+        true
+    }
+}
+
+/// Most workgroups one grid dimension may have (WebGPU's default limit).
+const MAX_GRID: u32 = 65535;
+
+/// Lays `n` workgroups out as a 2-D grid (kernels fold `x + y * num_workgroups.x` back).
+fn grid_2d(n: u32) -> [u32; 3] {
+    if n <= MAX_GRID {
+        [n.max(1), 1, 1]
+    } else {
+        let y = n.div_ceil(MAX_GRID);
+        [n.div_ceil(y), y, 1]
+    }
+}
+
+fn qtype_suffix(ty: GgmlType) -> Result<&'static str> {
+    use GgmlType::*;
+    Ok(match ty {
+        F32 => "f32",
+        F16 => "f16",
+        BF16 => "bf16",
+        Q4_0 => "q4_0",
+        Q4_1 => "q4_1",
+        Q5_0 => "q5_0",
+        Q5_1 => "q5_1",
+        Q8_0 => "q8_0",
+        Q4K => "q4_k",
+        Q5K => "q5_k",
+        Q6K => "q6_k",
+        other => {
+            return Err(crate::Error::UnsupportedTensorType {
+                name: String::new(),
+                ty: other.name(),
+            })
+        }
+    })
+}
+
+fn key(shader: String, layout: &'static [Binding]) -> PipelineKey {
+    PipelineKey {
+        shader,
+        constants: Vec::new(),
+        layout,
+    }
+}
+
+/// A weight matrix on the GPU, split by rows into chunks that each fit one storage binding.
+pub struct GpuWeight {
+    pub name: String,
+    pub ty: GgmlType,
+    pub n_rows: u32,
+    pub n_cols: u32,
+    pub chunks: Vec<WeightChunk>,
+}
+
+pub struct WeightChunk {
+    pub buffer: wgpu::Buffer,
+    pub row0: u32,
+    pub n_rows: u32,
+}
+
+// ---------------------------------------------------------------------------------------------
+// matvec / matmul
+
+const MAT_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatParams {
+    n_rows: u32,
+    n_cols: u32,
+    y_stride: u32,
+    y_offset: u32,
+    flags: u32,
+    rows_mode: u32,
+    _pad: [u32; 2],
+}
+
+/// Options of a matrix product `y (+)= W x (+ bias)`.
+pub struct MatOpts<'a> {
+    pub bias: Option<&'a wgpu::Buffer>,
+    /// Add into `y` instead of overwriting it (the residual add fused into the epilogue).
+    pub accumulate: bool,
+    /// Floats between consecutive tokens' rows of `y` (the output width, by default `n_rows`).
+    pub y_stride: Option<u32>,
+    pub rows: Rows,
+}
+
+impl Default for MatOpts<'_> {
+    fn default() -> Self {
+        MatOpts {
+            bias: None,
+            accumulate: false,
+            y_stride: None,
+            rows: Rows::Tokens,
+        }
+    }
+}
+
+/// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
+/// token, the tiled matmul for more. One dispatch per weight chunk.
+pub fn mat(
+    gpu: &Gpu,
+    w: &GpuWeight,
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    opts: &MatOpts,
+) -> Result<Vec<Dispatch>> {
+    let q = qtype_suffix(w.ty)?;
+    if w.n_cols % 32 != 0 {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{}: row length {} is not a multiple of 32",
+            w.name, w.n_cols
+        )));
+    }
+    const ROWS_PER_WG: u32 = 4;
+    let matvec = gpu.pipeline(&key(format!("matvec_{q}"), MAT_LAYOUT))?;
+    let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
+    let mut out = Vec::new();
+    for chunk in &w.chunks {
+        let params = MatParams {
+            n_rows: chunk.n_rows,
+            n_cols: w.n_cols,
+            y_stride: opts.y_stride.unwrap_or(w.n_rows),
+            y_offset: chunk.row0,
+            flags: opts.bias.is_some() as u32 | (opts.accumulate as u32) << 1,
+            rows_mode: opts.rows.mode(),
+            _pad: [0; 2],
+        };
+        let pbuf = gpu.uniform(&w.name, &params);
+        let bind_group = gpu.bind_group(
+            MAT_LAYOUT,
+            &[&chunk.buffer, x, y, opts.bias.unwrap_or(dummy), &pbuf, step],
+        );
+        let rows = opts.rows;
+        let n_rows = chunk.n_rows;
+        out.push(Dispatch {
+            label: w.name.clone(),
+            pipelines: vec![matvec.clone(), matmul.clone()],
+            bind_group,
+            grid: Box::new(move |s| {
+                let n = rows.count(s);
+                match n {
+                    0 => None,
+                    1 => Some((0, grid_2d(n_rows.div_ceil(ROWS_PER_WG)))),
+                    n => Some((1, [n_rows.div_ceil(64), n.div_ceil(32), 1])),
+                }
+            }),
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// embedding lookup
+
+const EMBED_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct EmbedParams {
+    dim: u32,
+    n_rows: u32,
+    row0: u32,
+    scale: f32,
+}
+
+/// `y[t, :] = scale * table[tokens[t], :]`.
+pub fn embed(
+    gpu: &Gpu,
+    table: &GpuWeight,
+    tokens: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    scale: f32,
+) -> Result<Vec<Dispatch>> {
+    let q = qtype_suffix(table.ty)?;
+    let pipeline = gpu.pipeline(&key(format!("embed_{q}"), EMBED_LAYOUT))?;
+    let mut out = Vec::new();
+    for chunk in &table.chunks {
+        let params = EmbedParams {
+            dim: table.n_cols,
+            n_rows: chunk.n_rows,
+            row0: chunk.row0,
+            scale,
+        };
+        let pbuf = gpu.uniform("embed", &params);
+        let bind_group = gpu.bind_group(EMBED_LAYOUT, &[&chunk.buffer, tokens, y, &pbuf, step]);
+        out.push(Dispatch {
+            label: table.name.clone(),
+            pipelines: vec![pipeline.clone()],
+            bind_group,
+            grid: Box::new(|s| Some((0, [s.n_tokens, 1, 1]))),
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// RMSNorm
+
+const NORM_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct NormParams {
+    dim: u32,
+    eps: f32,
+    flags: u32,
+    rows_mode: u32,
+}
+
+pub struct NormOpts {
+    /// Add the normalised rows into `y` (Gemma's post-norms feed the residual stream).
+    pub accumulate: bool,
+    /// Normalise only the output rows (the last `n_out` tokens), writing them from row 0 of `y`.
+    pub rows: Rows,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm(
+    gpu: &Gpu,
+    x: &wgpu::Buffer,
+    weight: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dim: u32,
+    eps: f32,
+    opts: NormOpts,
+) -> Result<Dispatch> {
+    let pipeline = gpu.pipeline(&key("rmsnorm".into(), NORM_LAYOUT))?;
+    let params = NormParams {
+        dim,
+        eps,
+        flags: opts.accumulate as u32 | ((opts.rows == Rows::Out) as u32) << 1,
+        rows_mode: opts.rows.mode(),
+    };
+    let pbuf = gpu.uniform("rmsnorm", &params);
+    let rows = opts.rows;
+    Ok(Dispatch {
+        label: "rmsnorm".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(NORM_LAYOUT, &[x, weight, y, &pbuf, step]),
+        grid: Box::new(move |s| Some((0, [rows.count(s), 1, 1]))),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// gated activation
+
+const GLU_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    Silu,
+    GeluTanh,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GluParams {
+    n: u32,
+    act: u32,
+    _pad: [u32; 2],
+}
+
+/// `h = act(gate) * up`, elementwise over `n` values per token.
+pub fn glu(
+    gpu: &Gpu,
+    gate: &wgpu::Buffer,
+    up: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    n: u32,
+    act: Activation,
+) -> Result<Dispatch> {
+    let pipeline = gpu.pipeline(&key("glu".into(), GLU_LAYOUT))?;
+    let params = GluParams {
+        n,
+        act: (act == Activation::GeluTanh) as u32,
+        _pad: [0; 2],
+    };
+    let pbuf = gpu.uniform("glu", &params);
+    Ok(Dispatch {
+        label: "glu".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(GLU_LAYOUT, &[gate, up, h, &pbuf, step]),
+        grid: Box::new(move |s| Some((0, grid_2d((s.n_tokens * n).div_ceil(256))))),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoPE, q/k norm and the KV-cache store
+
+const ROPE_LAYOUT: &[Binding] = &[
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Read,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RopeConfig {
+    /// Rotated elements per head (partial rotary when below the head size).
+    pub n_rot: u32,
+    /// NeoX layout (rotate halves) rather than GGML's normal layout (adjacent pairs).
+    pub neox: bool,
+    pub theta_base: f32,
+    /// 1 / linear scaling factor.
+    pub freq_scale: f32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct RopeParams {
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    n_rot: u32,
+    ctx: u32,
+    mode: u32,
+    theta_base: f32,
+    freq_scale: f32,
+    eps: f32,
+    flags: u32,
+    _pad: [u32; 2],
+}
+
+/// Head geometry shared by the attention kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heads {
+    pub n_head: u32,
+    pub n_kv_head: u32,
+    pub head_dim: u32,
+    /// KV-cache capacity in positions.
+    pub ctx: u32,
+}
+
+pub struct KvBuffers<'a> {
+    pub q: &'a wgpu::Buffer,
+    pub k: &'a wgpu::Buffer,
+    pub v: &'a wgpu::Buffer,
+    pub k_cache: &'a wgpu::Buffer,
+    pub v_cache: &'a wgpu::Buffer,
+}
+
+/// Q/K norm (when `qk_norm` gives the weights), RoPE, and the K/V cache store for the pass.
+pub fn rope_store(
+    gpu: &Gpu,
+    b: &KvBuffers,
+    step: &wgpu::Buffer,
+    heads: Heads,
+    rope: RopeConfig,
+    qk_norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>,
+    dummy: &wgpu::Buffer,
+) -> Result<Dispatch> {
+    let pipeline = gpu.pipeline(&key("rope_store".into(), ROPE_LAYOUT))?;
+    let params = RopeParams {
+        n_head: heads.n_head,
+        n_kv_head: heads.n_kv_head,
+        head_dim: heads.head_dim,
+        n_rot: rope.n_rot,
+        ctx: heads.ctx,
+        mode: rope.neox as u32,
+        theta_base: rope.theta_base,
+        freq_scale: rope.freq_scale,
+        eps: qk_norm.map_or(0.0, |n| n.2),
+        flags: qk_norm.is_some() as u32,
+        _pad: [0; 2],
+    };
+    let pbuf = gpu.uniform("rope", &params);
+    let (qn, kn) = qk_norm.map_or((dummy, dummy), |n| (n.0, n.1));
+    let slots = heads.n_head + 2 * heads.n_kv_head;
+    Ok(Dispatch {
+        label: "rope_store".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(
+            ROPE_LAYOUT,
+            &[b.q, b.k, b.v, b.k_cache, b.v_cache, qn, kn, &pbuf, step],
+        ),
+        grid: Box::new(move |s| Some((0, [slots, s.n_tokens, 1]))),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// attention
+
+const ATTN_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct AttnParams {
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    ctx: u32,
+    scale: f32,
+    window: u32,
+    softcap: f32,
+    _pad: u32,
+}
+
+pub struct AttnOpts {
+    pub scale: f32,
+    /// Sliding window in positions (0: none).
+    pub window: u32,
+    /// Score soft-capping (0: none).
+    pub softcap: f32,
+}
+
+/// Causal (optionally sliding-window) grouped-query attention of the pass's queries over the cache.
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    gpu: &Gpu,
+    q: &wgpu::Buffer,
+    k_cache: &wgpu::Buffer,
+    v_cache: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    heads: Heads,
+    opts: AttnOpts,
+) -> Result<Dispatch> {
+    let pipeline = gpu.pipeline(&key("attention".into(), ATTN_LAYOUT))?;
+    let params = AttnParams {
+        n_head: heads.n_head,
+        n_kv_head: heads.n_kv_head,
+        head_dim: heads.head_dim,
+        ctx: heads.ctx,
+        scale: opts.scale,
+        window: opts.window,
+        softcap: opts.softcap,
+        _pad: 0,
+    };
+    let pbuf = gpu.uniform("attention", &params);
+    let n_head = heads.n_head;
+    Ok(Dispatch {
+        label: "attention".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(ATTN_LAYOUT, &[q, k_cache, v_cache, out, &pbuf, step]),
+        grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, 1]))),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// greedy sampling
+
+const ARGMAX_LAYOUT: &[Binding] = &[Binding::Read, Binding::ReadWrite, Binding::Uniform];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ArgmaxParams {
+    n_vocab: u32,
+    row: u32,
+    _pad: [u32; 2],
+}
+
+/// `tokens[0] = argmax(logits[row, :])`.
+pub fn argmax(
+    gpu: &Gpu,
+    logits: &wgpu::Buffer,
+    tokens: &wgpu::Buffer,
+    n_vocab: u32,
+    row: u32,
+) -> Result<Dispatch> {
+    let pipeline = gpu.pipeline(&key("argmax".into(), ARGMAX_LAYOUT))?;
+    let pbuf = gpu.uniform(
+        "argmax",
+        &ArgmaxParams {
+            n_vocab,
+            row,
+            _pad: [0; 2],
+        },
+    );
+    Ok(Dispatch {
+        label: "argmax".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(ARGMAX_LAYOUT, &[logits, tokens, &pbuf]),
+        grid: Box::new(|_| Some((0, [1, 1, 1]))),
+    })
+}

@@ -1,0 +1,176 @@
+//! A model's hyperparameters, read from GGUF metadata for each supported architecture.
+
+use crate::gguf::Gguf;
+use crate::kernels::{Activation, RopeConfig};
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    Llama,
+    Qwen2,
+    Qwen3,
+    Gemma3,
+}
+
+impl Arch {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Llama => "llama",
+            Arch::Qwen2 => "qwen2",
+            Arch::Qwen3 => "qwen3",
+            Arch::Gemma3 => "gemma3",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub arch: Arch,
+    pub n_vocab: u32,
+    pub n_embd: u32,
+    pub n_layer: u32,
+    pub n_head: u32,
+    pub n_kv_head: u32,
+    pub head_dim: u32,
+    pub n_ff: u32,
+    /// Context length the model was trained for.
+    pub ctx_train: u32,
+    pub rms_eps: f32,
+    /// RoPE of the global-attention layers.
+    pub rope: RopeConfig,
+    /// RoPE of the sliding-window layers (Gemma 3 uses another base there).
+    pub rope_local: RopeConfig,
+    /// Sliding window size and which layers use it.
+    pub sliding_window: Option<SlidingWindow>,
+    pub attn_scale: f32,
+    /// Embeddings are multiplied by this (Gemma: sqrt(n_embd)).
+    pub embed_scale: f32,
+    pub activation: Activation,
+    pub qk_norm: bool,
+    pub qkv_bias: bool,
+    /// Norms after attention and after the FFN, before the residual add (Gemma).
+    pub post_norms: bool,
+    pub attn_softcap: f32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlidingWindow {
+    pub size: u32,
+    /// Every `pattern`-th layer (1-based) is global, the others slide; 0: all slide.
+    pub pattern: u32,
+}
+
+impl Config {
+    pub fn from_gguf(g: &Gguf) -> Result<Config> {
+        let arch_name = g.architecture()?;
+        let arch = match arch_name {
+            "llama" => Arch::Llama,
+            "qwen2" => Arch::Qwen2,
+            "qwen3" => Arch::Qwen3,
+            "gemma3" => Arch::Gemma3,
+            other => return Err(Error::UnsupportedArchitecture(other.to_string())),
+        };
+        let a = arch_name;
+        let key = |k: &str| format!("{a}.{k}");
+        let n_embd = g.req_u32(&key("embedding_length"))?;
+        let n_head = g.req_u32(&key("attention.head_count"))?;
+        let n_kv_head = g.opt_u32(&key("attention.head_count_kv"))?.unwrap_or(n_head);
+        let n_layer = g.req_u32(&key("block_count"))?;
+        let n_ff = g.req_u32(&key("feed_forward_length"))?;
+        if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 {
+            return Err(Error::Corrupt(format!(
+                "{n_head} attention heads cannot share {n_kv_head} KV heads"
+            )));
+        }
+        let head_dim = match g.opt_u32(&key("attention.key_length"))? {
+            Some(k) => k,
+            None => n_embd / n_head,
+        };
+        if head_dim == 0 || head_dim > 256 || head_dim % 2 != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "head size {head_dim} is not supported (even, at most 256)"
+            )));
+        }
+        let n_vocab = match g.opt_u32(&key("vocab_size"))? {
+            Some(v) => v,
+            None => g
+                .opt_array("tokenizer.ggml.tokens")?
+                .map(|t| t.len() as u32)
+                .ok_or_else(|| Error::MissingMetadata {
+                    key: key("vocab_size"),
+                    arch: a.to_string(),
+                })?,
+        };
+        let ctx_train = g.opt_u32(&key("context_length"))?.unwrap_or(2048);
+        let rms_eps = g.req_f32(&key("attention.layer_norm_rms_epsilon"))?;
+        let n_rot = g.opt_u32(&key("rope.dimension_count"))?.unwrap_or(head_dim);
+        let theta_base = g.opt_f32(&key("rope.freq_base"))?.unwrap_or(10000.0);
+        let freq_scale = match g.opt_str(&key("rope.scaling.type"))? {
+            None | Some("none") => 1.0,
+            Some("linear") => 1.0 / g.opt_f32(&key("rope.scaling.factor"))?.unwrap_or(1.0),
+            Some(other) => {
+                return Err(Error::InvalidArgument(format!(
+                    "RoPE scaling {other:?} is not supported yet"
+                )))
+            }
+        };
+        if n_rot > head_dim || n_rot % 2 != 0 {
+            return Err(Error::Corrupt(format!("RoPE dimension {n_rot} for heads of {head_dim}")));
+        }
+        let rope = RopeConfig {
+            n_rot,
+            neox: arch != Arch::Llama,
+            theta_base,
+            freq_scale,
+        };
+        let gemma = arch == Arch::Gemma3;
+        let sliding_window = match g.opt_u32(&key("attention.sliding_window"))? {
+            Some(size) if gemma && size > 0 => Some(SlidingWindow { size, pattern: 6 }),
+            _ => None,
+        };
+        Ok(Config {
+            arch,
+            n_vocab,
+            n_embd,
+            n_layer,
+            n_head,
+            n_kv_head,
+            head_dim,
+            n_ff,
+            ctx_train,
+            rms_eps,
+            rope,
+            // llama.cpp: Gemma 3's sliding layers use base 10000 and no scaling.
+            rope_local: if gemma {
+                RopeConfig {
+                    theta_base: 10000.0,
+                    freq_scale: 1.0,
+                    ..rope
+                }
+            } else {
+                rope
+            },
+            sliding_window,
+            attn_scale: 1.0 / (head_dim as f32).sqrt(),
+            embed_scale: if gemma { (n_embd as f32).sqrt() } else { 1.0 },
+            activation: if gemma {
+                Activation::GeluTanh
+            } else {
+                Activation::Silu
+            },
+            qk_norm: matches!(arch, Arch::Qwen3 | Arch::Gemma3),
+            qkv_bias: arch == Arch::Qwen2,
+            post_norms: gemma,
+            attn_softcap: g.opt_f32(&key("attn_logit_softcapping"))?.unwrap_or(0.0),
+        })
+    }
+
+    /// Whether layer `il` attends through the sliding window.
+    pub fn is_sliding(&self, il: u32) -> bool {
+        match self.sliding_window {
+            Some(w) if w.pattern == 0 => true,
+            Some(w) => (il + 1) % w.pattern != 0,
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,488 @@
+//! Models: hyperparameters, weights on the GPU, and sessions that run the forward pass.
+//!
+//! A [`Session`] plans its memory once (activations for a batch of up to `ubatch` tokens, the KV
+//! cache for `ctx` positions) and records the forward pass once as a list of dispatches. Each pass
+//! (a prompt chunk in prefill, one token in decode, the n+1 tokens of a speculative verification)
+//! replays that list with a new [`StepInfo`] in one compute pass and one submit.
+
+mod config;
+mod weights;
+
+use std::sync::Arc;
+
+pub use config::{Arch, Config, SlidingWindow};
+pub use weights::{LoadProgress, Weights};
+
+use crate::gguf::{ByteSource, Gguf};
+use crate::gpu::Gpu;
+use crate::kernels::{
+    self, AttnOpts, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo, StepUniform,
+};
+use crate::{Error, Result};
+
+pub struct Model {
+    pub gpu: Arc<Gpu>,
+    pub config: Config,
+    pub weights: Weights,
+}
+
+impl Model {
+    /// Uploads the model's weights; `progress` hears of every tensor.
+    pub async fn load(
+        gpu: Arc<Gpu>,
+        g: &Gguf,
+        src: &dyn ByteSource,
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> Result<Model> {
+        let config = Config::from_gguf(g)?;
+        let weights = gpu
+            .scoped("uploading the weights", || {
+                Weights::load(&gpu, g, src, &config, progress)
+            })
+            .await?;
+        Ok(Model {
+            gpu,
+            config,
+            weights,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct SessionOptions {
+    /// KV-cache capacity in positions.
+    pub ctx: u32,
+    /// Most tokens one forward pass takes (prompt chunks are cut to this).
+    pub ubatch: u32,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            ctx: 4096,
+            ubatch: 256,
+        }
+    }
+}
+
+/// Activation buffers, sized for one pass of `ubatch` tokens.
+struct Activations {
+    tokens: wgpu::Buffer,   // [ubatch] u32
+    x: wgpu::Buffer,        // [ubatch, n_embd] the residual stream
+    xn: wgpu::Buffer,       // [ubatch, n_embd] normalised input of a block
+    tmp: wgpu::Buffer,      // [ubatch, n_embd] block output before its post-norm (Gemma)
+    q: wgpu::Buffer,        // [ubatch, n_head * head_dim]
+    k: wgpu::Buffer,        // [ubatch, n_kv_head * head_dim]
+    v: wgpu::Buffer,        // [ubatch, n_kv_head * head_dim]
+    attn: wgpu::Buffer,     // [ubatch, n_head * head_dim]
+    gate: wgpu::Buffer,     // [ubatch, n_ff]
+    up: wgpu::Buffer,       // [ubatch, n_ff]
+    hidden: wgpu::Buffer,   // [ubatch, n_ff]
+    out_norm: wgpu::Buffer, // [max_out, n_embd]
+    logits: wgpu::Buffer,   // [max_out, n_vocab]
+    step: wgpu::Buffer,     // StepUniform
+    dummy: wgpu::Buffer,    // bound where a kernel's optional input is absent
+}
+
+pub struct Session {
+    pub model: Arc<Model>,
+    pub opts: SessionOptions,
+    /// Most rows of logits one pass can return.
+    pub max_out: u32,
+    act: Activations,
+    _kv: Vec<(wgpu::Buffer, wgpu::Buffer)>,
+    forward: Vec<Dispatch>,
+    greedy: Dispatch,
+    staging: wgpu::Buffer,
+    /// Tokens in the KV cache.
+    pos: u32,
+}
+
+impl Session {
+    pub async fn new(model: Arc<Model>, opts: SessionOptions) -> Result<Session> {
+        let gpu = model.gpu.clone();
+        gpu.scoped("planning the session", || Session::plan(model, opts))
+            .await
+    }
+
+    fn plan(model: Arc<Model>, opts: SessionOptions) -> Result<Session> {
+        let gpu = &*model.gpu;
+        let c = &model.config;
+        if opts.ctx == 0 || opts.ubatch == 0 {
+            return Err(Error::InvalidArgument("context and batch must be positive".into()));
+        }
+        let b = opts.ubatch as u64;
+        let f = 4u64;
+        let q_dim = (c.n_head * c.head_dim) as u64;
+        let kv_dim = (c.n_kv_head * c.head_dim) as u64;
+        let max_binding = gpu.max_binding();
+        let max_out = ((max_binding / (c.n_vocab as u64 * f)).min(b) as u32).max(1);
+        let s = |label: &str, n: u64| gpu.storage(label, n * f);
+        let act = Activations {
+            tokens: s("tokens", b)?,
+            x: s("x", b * c.n_embd as u64)?,
+            xn: s("xn", b * c.n_embd as u64)?,
+            tmp: s("tmp", b * c.n_embd as u64)?,
+            q: s("q", b * q_dim)?,
+            k: s("k", b * kv_dim)?,
+            v: s("v", b * kv_dim)?,
+            attn: s("attn", b * q_dim)?,
+            gate: s("gate", b * c.n_ff as u64)?,
+            up: s("up", b * c.n_ff as u64)?,
+            hidden: s("hidden", b * c.n_ff as u64)?,
+            out_norm: s("out_norm", max_out as u64 * c.n_embd as u64)?,
+            logits: s("logits", max_out as u64 * c.n_vocab as u64)?,
+            step: gpu.uniform(
+                "step",
+                &StepUniform {
+                    n_tokens: 0,
+                    pos: 0,
+                    n_out: 0,
+                    out_row0: 0,
+                },
+            ),
+            dummy: s("dummy", 4)?,
+        };
+        for (what, size) in [
+            ("the activations of one batch", b * c.n_ff as u64 * f),
+            ("the logits", max_out as u64 * c.n_vocab as u64 * f),
+        ] {
+            if size > max_binding {
+                return Err(Error::Limits {
+                    what: format!("a storage binding for {what} (lower the batch size)"),
+                    need: size,
+                    have: max_binding,
+                });
+            }
+        }
+        let kv_bytes = kv_dim * opts.ctx as u64 * f;
+        if kv_bytes > max_binding {
+            return Err(Error::Limits {
+                what: format!(
+                    "a storage binding for one layer's KV cache of {} positions (lower the context)",
+                    opts.ctx
+                ),
+                need: kv_bytes,
+                have: max_binding,
+            });
+        }
+        let mut kv = Vec::new();
+        for i in 0..c.n_layer {
+            kv.push((
+                gpu.storage(&format!("k_cache.{i}"), kv_bytes)?,
+                gpu.storage(&format!("v_cache.{i}"), kv_bytes)?,
+            ));
+        }
+        let forward = record_forward(gpu, &model, &act, &kv, opts.ctx)?;
+        let greedy = kernels::argmax(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
+        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("token readback"),
+            size: 4,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(Session {
+            model: model.clone(),
+            opts,
+            max_out,
+            act,
+            _kv: kv,
+            forward,
+            greedy,
+            staging,
+            pos: 0,
+        })
+    }
+
+    /// Tokens in the KV cache.
+    pub fn pos(&self) -> u32 {
+        self.pos
+    }
+
+    /// Forgets every position from `pos` on (a new conversation, or rejected draft tokens).
+    pub fn truncate(&mut self, pos: u32) {
+        self.pos = self.pos.min(pos);
+    }
+
+    /// Dispatches one token's decode records (a tracked number: launches are the budget).
+    pub fn dispatches_per_token(&self) -> usize {
+        let s = StepInfo {
+            n_tokens: 1,
+            pos: 0,
+            n_out: 1,
+        };
+        self.forward.iter().filter(|d| (d.grid)(&s).is_some()).count() + 1
+    }
+
+    fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
+        let n_vocab = self.model.config.n_vocab;
+        if let Some(&bad) = tokens.iter().find(|&&t| t >= n_vocab) {
+            return Err(Error::InvalidArgument(format!(
+                "token id {bad} is outside the vocabulary of {n_vocab}"
+            )));
+        }
+        let need = self.pos as usize + tokens.len();
+        if need > self.opts.ctx as usize {
+            return Err(Error::ContextOverflow {
+                tokens: need,
+                context: self.opts.ctx as usize,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records and submits one forward pass over `tokens` (at most `ubatch`), keeping logits for
+    /// the last `n_out`; with `greedy`, also the argmax of the last row into the token buffer and
+    /// its copy into the readback buffer.
+    fn pass(&mut self, tokens: Option<&[u32]>, n_tokens: u32, n_out: u32, greedy: bool) {
+        let gpu = &self.model.gpu;
+        if let Some(t) = tokens {
+            gpu.queue
+                .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(t));
+        }
+        let s = StepInfo {
+            n_tokens,
+            pos: self.pos,
+            n_out,
+        };
+        gpu.queue
+            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for d in &self.forward {
+                d.record(&mut pass, &s);
+            }
+            if greedy {
+                self.greedy.record(&mut pass, &s);
+            }
+        }
+        if greedy {
+            encoder.copy_buffer_to_buffer(&self.act.tokens, 0, &self.staging, 0, 4);
+        }
+        gpu.queue.submit([encoder.finish()]);
+        self.pos += n_tokens;
+    }
+
+    /// Feeds `tokens` (any number, cut into batches) and returns the logits of the last `n_out`
+    /// of them, row by row (`n_out` at most `max_out` and at most the length of the last batch).
+    pub async fn eval(&mut self, tokens: &[u32], n_out: u32) -> Result<Vec<f32>> {
+        self.check_tokens(tokens)?;
+        if tokens.is_empty() || n_out == 0 || n_out > self.max_out {
+            return Err(Error::InvalidArgument(format!(
+                "eval needs tokens and 1..={} output rows",
+                self.max_out
+            )));
+        }
+        let chunks: Vec<&[u32]> = tokens.chunks(self.opts.ubatch as usize).collect();
+        let last = chunks.len() - 1;
+        if n_out as usize > chunks[last].len() {
+            return Err(Error::InvalidArgument(format!(
+                "{n_out} output rows from a last batch of {} tokens",
+                chunks[last].len()
+            )));
+        }
+        for (i, chunk) in chunks.iter().enumerate() {
+            let out = if i == last { n_out } else { 0 };
+            self.pass(Some(chunk), chunk.len() as u32, out, false);
+        }
+        let n = n_out as usize * self.model.config.n_vocab as usize;
+        let gpu = self.model.gpu.clone();
+        gpu.read_f32(&self.act.logits, 0, n).await
+    }
+
+    /// Feeds the prompt and returns the greedy next token.
+    pub async fn prefill_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
+        self.check_tokens(tokens)?;
+        if tokens.is_empty() {
+            return Err(Error::InvalidArgument("the prompt is empty".into()));
+        }
+        let chunks: Vec<&[u32]> = tokens.chunks(self.opts.ubatch as usize).collect();
+        let last = chunks.len() - 1;
+        for (i, chunk) in chunks.iter().enumerate() {
+            let out = (i == last) as u32;
+            self.pass(Some(chunk), chunk.len() as u32, out, i == last);
+        }
+        self.read_token().await
+    }
+
+    /// Decodes one token: the input is the token the last pass sampled (still on the GPU).
+    pub async fn decode_greedy(&mut self) -> Result<u32> {
+        self.check_tokens(&[0])?;
+        self.pass(None, 1, 1, true);
+        self.read_token().await
+    }
+
+    async fn read_token(&self) -> Result<u32> {
+        let bytes = self.model.gpu.map_staging(&self.staging, 4).await?;
+        Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    }
+}
+
+/// The forward pass as a list of dispatches over the session's buffers.
+fn record_forward(
+    gpu: &Gpu,
+    model: &Model,
+    a: &Activations,
+    kv: &[(wgpu::Buffer, wgpu::Buffer)],
+    ctx: u32,
+) -> Result<Vec<Dispatch>> {
+    let c = &model.config;
+    let w = &model.weights;
+    let mut d = Vec::new();
+    d.extend(kernels::embed(gpu, &w.token_embd, &a.tokens, &a.x, &a.step, c.embed_scale)?);
+    let norm = |x: &wgpu::Buffer, wt: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool| {
+        kernels::rmsnorm(
+            gpu,
+            x,
+            wt,
+            y,
+            &a.step,
+            c.n_embd,
+            c.rms_eps,
+            NormOpts {
+                accumulate,
+                rows: Rows::Tokens,
+            },
+        )
+    };
+    let heads = Heads {
+        n_head: c.n_head,
+        n_kv_head: c.n_kv_head,
+        head_dim: c.head_dim,
+        ctx,
+    };
+    for (il, (l, (k_cache, v_cache))) in w.layers.iter().zip(kv).enumerate() {
+        let sliding = c.is_sliding(il as u32);
+        d.push(norm(&a.x, &l.attn_norm, &a.xn, false)?);
+        for (wt, bias, out) in [(&l.wq, &l.bq, &a.q), (&l.wk, &l.bk, &a.k), (&l.wv, &l.bv, &a.v)] {
+            d.extend(kernels::mat(
+                gpu,
+                wt,
+                &a.xn,
+                out,
+                &a.step,
+                &a.dummy,
+                &MatOpts {
+                    bias: bias.as_ref(),
+                    ..Default::default()
+                },
+            )?);
+        }
+        let qk_norm = match (&l.q_norm, &l.k_norm) {
+            (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
+            _ => None,
+        };
+        d.push(kernels::rope_store(
+            gpu,
+            &KvBuffers {
+                q: &a.q,
+                k: &a.k,
+                v: &a.v,
+                k_cache,
+                v_cache,
+            },
+            &a.step,
+            heads,
+            if sliding { c.rope_local } else { c.rope },
+            qk_norm,
+            &a.dummy,
+        )?);
+        d.push(kernels::attention(
+            gpu,
+            &a.q,
+            k_cache,
+            v_cache,
+            &a.attn,
+            &a.step,
+            heads,
+            AttnOpts {
+                scale: c.attn_scale,
+                window: match c.sliding_window {
+                    Some(sw) if sliding => sw.size,
+                    _ => 0,
+                },
+                softcap: c.attn_softcap,
+            },
+        )?);
+        // Output projection and residual add: fused, or through the post-norm (Gemma).
+        let residual = |d: &mut Vec<Dispatch>, wt, post: &Option<wgpu::Buffer>, input| -> Result<()> {
+            match post {
+                None => d.extend(kernels::mat(
+                    gpu,
+                    wt,
+                    input,
+                    &a.x,
+                    &a.step,
+                    &a.dummy,
+                    &MatOpts {
+                        accumulate: true,
+                        ..Default::default()
+                    },
+                )?),
+                Some(pn) => {
+                    d.extend(kernels::mat(
+                        gpu,
+                        wt,
+                        input,
+                        &a.tmp,
+                        &a.step,
+                        &a.dummy,
+                        &MatOpts::default(),
+                    )?);
+                    d.push(norm(&a.tmp, pn, &a.x, true)?);
+                }
+            }
+            Ok(())
+        };
+        residual(&mut d, &l.wo, &l.post_attn_norm, &a.attn)?;
+        d.push(norm(&a.x, &l.ffn_norm, &a.xn, false)?);
+        for (wt, out) in [(&l.gate, &a.gate), (&l.up, &a.up)] {
+            d.extend(kernels::mat(
+                gpu,
+                wt,
+                &a.xn,
+                out,
+                &a.step,
+                &a.dummy,
+                &MatOpts::default(),
+            )?);
+        }
+        d.push(kernels::glu(
+            gpu,
+            &a.gate,
+            &a.up,
+            &a.hidden,
+            &a.step,
+            c.n_ff,
+            c.activation,
+        )?);
+        residual(&mut d, &l.down, &l.post_ffn_norm, &a.hidden)?;
+    }
+    d.push(kernels::rmsnorm(
+        gpu,
+        &a.x,
+        &w.output_norm,
+        &a.out_norm,
+        &a.step,
+        c.n_embd,
+        c.rms_eps,
+        NormOpts {
+            accumulate: false,
+            rows: Rows::Out,
+        },
+    )?);
+    d.extend(kernels::mat(
+        gpu,
+        w.output.as_ref().unwrap_or(&w.token_embd),
+        &a.out_norm,
+        &a.logits,
+        &a.step,
+        &a.dummy,
+        &MatOpts {
+            rows: Rows::Out,
+            ..Default::default()
+        },
+    )?);
+    Ok(d)
+}

@@ -1,0 +1,14 @@
+// The per-pass uniform every token-processing kernel sees. Include-only.
+// n_tokens: tokens in this forward pass; pos: position of the first of them;
+// n_out: rows whose logits are wanted (the last n_out tokens), out_row0 = n_tokens - n_out.
+struct Step {
+    n_tokens: u32,
+    pos: u32,
+    n_out: u32,
+    out_row0: u32,
+}
+
+// Rows a kernel processes: all tokens (mode 0) or only the output rows (mode 1).
+fn step_rows(s: Step, mode: u32) -> u32 {
+    return select(s.n_tokens, s.n_out, mode == 1u);
+}

@@ -1,0 +1,37 @@
+// tandem:include common/step.wgsl
+//
+// h[t, i] = act(gate[t, i]) * up[t, i], the gated activation of SwiGLU (act = SiLU) and GeGLU
+// (act = GELU, tanh approximation). One thread per element, workgroups laid out 2-D.
+
+struct Params {
+    n: u32,          // elements per token
+    act: u32,        // 0: SiLU, 1: GELU (tanh)
+}
+
+@group(0) @binding(0) var<storage, read> gate: array<f32>;      // [n_tokens, n]
+@group(0) @binding(1) var<storage, read> up: array<f32>;        // [n_tokens, n]
+@group(0) @binding(2) var<storage, read_write> h: array<f32>;   // [n_tokens, n]
+@group(0) @binding(3) var<uniform> p: Params;
+@group(0) @binding(4) var<uniform> step: Step;
+
+fn gelu_tanh(v: f32) -> f32 {
+    let c = 0.7978845608028654; // sqrt(2 / pi)
+    let u = clamp(c * (v + 0.044715 * v * v * v), -15.0, 15.0);
+    return 0.5 * v * (1.0 + tanh(u));
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= step.n_tokens * p.n) {
+        return;
+    }
+    let g = gate[i];
+    var a: f32;
+    if (p.act == 0u) {
+        a = g / (1.0 + exp(-g));
+    } else {
+        a = gelu_tanh(g);
+    }
+    h[i] = a * up[i];
+}

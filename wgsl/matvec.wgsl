@@ -1,0 +1,68 @@
+// tandem:include common/bits.wgsl
+// tandem:include common/step.wgsl
+// tandem:per-qtype
+//
+// y[t, y_offset + r] (+)= sum_k W[r, k] * x[t, k] (+ bias[y_offset + r]) for one token (t = 0):
+// the decode matrix-vector product, reading the weights in their quantized blocks.
+// Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
+// 8-element units (dequant8) and reduce their partial sums in workgroup memory.
+// Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
+
+override WG: u32 = 256u;
+override ROWS: u32 = 4u;
+
+struct Params {
+    n_rows: u32,    // rows of this weight chunk
+    n_cols: u32,    // row length, a multiple of 8
+    y_stride: u32,  // floats between output rows of consecutive tokens
+    y_offset: u32,  // first output column (the chunk's first row)
+    flags: u32,     // bit 0: add bias; bit 1: accumulate into y
+    rows_mode: u32, // 0: all tokens, 1: the output rows (see common/step.wgsl)
+}
+
+@group(0) @binding(0) var<storage, read> w: array<u32>;         // [n_rows, n_cols / QK] blocks
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // [n_tokens, n_cols]
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;   // [n_tokens, y_stride]
+@group(0) @binding(3) var<storage, read> bias: array<f32>;      // [y_offset + n_rows] or unused
+@group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(5) var<uniform> step: Step;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let threads = WG / ROWS;
+    let slot = lid / threads;
+    let lane = lid % threads;
+    let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
+    var acc = 0.0;
+    if (row < p.n_rows) {
+        let units = p.n_cols / 8u;
+        let blocks_per_row = p.n_cols / QK;
+        for (var u = lane; u < units; u += threads) {
+            let k = u * 8u;
+            let v = dequant8(row * blocks_per_row + k / QK, (k % QK) / 8u);
+            acc += dot(v[0], x[u * 2u]) + dot(v[1], x[u * 2u + 1u]);
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var s = threads / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            partial[lid] += partial[lid + s];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && row < p.n_rows) {
+        var r = partial[lid];
+        if ((p.flags & 1u) != 0u) {
+            r += bias[p.y_offset + row];
+        }
+        let o = p.y_offset + row;
+        if ((p.flags & 2u) != 0u) {
+            r += y[o];
+        }
+        y[o] = r;
+    }
+}

@@ -1,0 +1,135 @@
+// tandem:include common/step.wgsl
+//
+// Prepares attention inputs for every token of the pass, one head per workgroup:
+// Q heads get the optional per-head RMSNorm (Qwen3, Gemma3 q/k norm) and RoPE in place;
+// K heads get the same and are written to the K cache at their position; V heads are copied to
+// the V cache. RoPE pairs adjacent elements (mode 0, GGML "normal") or halves (mode 1, NeoX),
+// rotating the first n_rot elements; angles are reduced to [0, 2pi) before cos/sin.
+// Grid: (n_head + 2 * n_kv_head, n_tokens); 128 threads, each owning elements lid and lid + 128.
+
+struct Params {
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,      // <= 256
+    n_rot: u32,         // rotated elements, even, <= head_dim
+    ctx: u32,           // cache capacity in positions
+    mode: u32,          // 0: normal (adjacent pairs), 1: NeoX (halves)
+    theta_base: f32,
+    freq_scale: f32,    // 1 / linear scaling factor
+    eps: f32,
+    flags: u32,         // bit 0: q/k RMSNorm
+}
+
+@group(0) @binding(0) var<storage, read_write> q: array<f32>;       // [n_tokens, n_head * head_dim]
+@group(0) @binding(1) var<storage, read> k: array<f32>;             // [n_tokens, n_kv_head * head_dim]
+@group(0) @binding(2) var<storage, read> v: array<f32>;             // [n_tokens, n_kv_head * head_dim]
+@group(0) @binding(3) var<storage, read_write> k_cache: array<f32>; // [n_kv_head, ctx, head_dim]
+@group(0) @binding(4) var<storage, read_write> v_cache: array<f32>; // [n_kv_head, ctx, head_dim]
+@group(0) @binding(5) var<storage, read> q_norm: array<f32>;        // [head_dim] or unused
+@group(0) @binding(6) var<storage, read> k_norm: array<f32>;        // [head_dim] or unused
+@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(8) var<uniform> step: Step;
+
+var<workgroup> hv: array<f32, 256>;
+var<workgroup> red: array<f32, 128>;
+
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let slot = wg.x;
+    let t = wg.y;
+    if (t >= step.n_tokens) {
+        return;
+    }
+    let hd = p.head_dim;
+    let pos = step.pos + t;
+    if (slot >= p.n_head + p.n_kv_head) {
+        let h = slot - p.n_head - p.n_kv_head;
+        let src = (t * p.n_kv_head + h) * hd;
+        let dst = (h * p.ctx + pos) * hd;
+        for (var i = lid; i < hd; i += 128u) {
+            v_cache[dst + i] = v[src + i];
+        }
+        return;
+    }
+    let is_q = slot < p.n_head;
+    let kh = slot - p.n_head;
+    var src: u32;
+    if (is_q) {
+        src = (t * p.n_head + slot) * hd;
+    } else {
+        src = (t * p.n_kv_head + kh) * hd;
+    }
+    var ss = 0.0;
+    for (var i = lid; i < hd; i += 128u) {
+        var val: f32;
+        if (is_q) {
+            val = q[src + i];
+        } else {
+            val = k[src + i];
+        }
+        hv[i] = val;
+        ss += val * val;
+    }
+    red[lid] = ss;
+    workgroupBarrier();
+    if ((p.flags & 1u) != 0u) {
+        for (var s = 64u; s > 0u; s >>= 1u) {
+            if (lid < s) {
+                red[lid] += red[lid + s];
+            }
+            workgroupBarrier();
+        }
+        let inv = inverseSqrt(red[0] / f32(hd) + p.eps);
+        for (var i = lid; i < hd; i += 128u) {
+            var nw: f32;
+            if (is_q) {
+                nw = q_norm[i];
+            } else {
+                nw = k_norm[i];
+            }
+            hv[i] = hv[i] * inv * nw;
+        }
+        workgroupBarrier();
+    }
+    var dst: u32;
+    if (is_q) {
+        dst = src;
+    } else {
+        dst = (kh * p.ctx + pos) * hd;
+    }
+    let half = p.n_rot / 2u;
+    for (var i = lid; i < hd; i += 128u) {
+        var out = hv[i];
+        if (i < p.n_rot) {
+            // Pair index j and this element's partner.
+            var j: u32;
+            var first: bool;
+            var partner: u32;
+            if (p.mode == 0u) {
+                j = i / 2u;
+                first = (i % 2u) == 0u;
+                partner = select(i - 1u, i + 1u, first);
+            } else {
+                j = i % half;
+                first = i < half;
+                partner = select(i - half, i + half, first);
+            }
+            let inv_freq = pow(p.theta_base, -2.0 * f32(j) / f32(p.n_rot));
+            var angle = f32(pos) * p.freq_scale * inv_freq;
+            angle = angle - 6.283185307179586 * floor(angle / 6.283185307179586);
+            let c = cos(angle);
+            let s = sin(angle);
+            let other = hv[partner];
+            if (first) {
+                out = hv[i] * c - other * s;
+            } else {
+                out = other * s + hv[i] * c;
+            }
+        }
+        if (is_q) {
+            q[dst + i] = out;
+        } else {
+            k_cache[dst + i] = out;
+        }
+    }
+}
