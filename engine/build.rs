@@ -57,9 +57,19 @@ fn main() {
         for (name, incs) in variants {
             let mut parts = String::new();
             for inc in &incs {
-                assert!(inc.exists(), "{}: missing include {}", file.display(), inc.display());
+                assert!(
+                    inc.exists(),
+                    "{}: missing include {}",
+                    file.display(),
+                    inc.display()
+                );
                 println!("cargo:rerun-if-changed={}", inc.display());
-                write!(parts, "include_str!({:?}), \"\\n\", ", inc.display().to_string()).unwrap();
+                write!(
+                    parts,
+                    "include_str!({:?}), \"\\n\", ",
+                    inc.display().to_string()
+                )
+                .unwrap();
             }
             writeln!(
                 out,

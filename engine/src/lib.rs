@@ -14,3 +14,4 @@ pub use error::{Error, Result};
 pub mod gpu;
 pub mod kernels;
 pub mod model;
+pub mod platform;

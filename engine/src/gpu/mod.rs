@@ -64,7 +64,8 @@ impl Gpu {
     /// Opens the best adapter (or the software fallback) with every limit it offers raised to its
     /// maximum, so that models as large as the adapter allows can load.
     pub async fn new(opts: &GpuOptions) -> Result<Gpu> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
@@ -194,11 +195,12 @@ impl Gpu {
 
     /// A uniform buffer holding `data` (a `#[repr(C)]` Pod struct), writable later with `write`.
     pub fn uniform<T: bytemuck::Pod>(&self, label: &str, data: &T) -> wgpu::Buffer {
-        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents: bytemuck::bytes_of(data),
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        })
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::bytes_of(data),
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            })
     }
 
     fn check_size(&self, label: &str, size: u64) -> Result<()> {
@@ -225,7 +227,9 @@ impl Gpu {
                         visibility: wgpu::ShaderStages::COMPUTE,
                         ty: wgpu::BindingType::Buffer {
                             ty: match b {
-                                Binding::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                                Binding::Read => {
+                                    wgpu::BufferBindingType::Storage { read_only: true }
+                                }
                                 Binding::ReadWrite => {
                                     wgpu::BufferBindingType::Storage { read_only: false }
                                 }
@@ -292,7 +296,11 @@ impl Gpu {
         Ok(pipeline)
     }
 
-    pub fn bind_group(&self, layout: &'static [Binding], buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+    pub fn bind_group(
+        &self,
+        layout: &'static [Binding],
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
         assert_eq!(layout.len(), buffers.len(), "bind group arity");
         let layout = self.layout(layout);
         let entries: Vec<_> = buffers

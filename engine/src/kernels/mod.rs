@@ -9,9 +9,6 @@ use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::quant::GgmlType;
 use crate::Result;
 
-
-
-
 /// The shape of one forward pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepInfo {

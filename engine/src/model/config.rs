@@ -74,7 +74,9 @@ impl Config {
         let key = |k: &str| format!("{a}.{k}");
         let n_embd = g.req_u32(&key("embedding_length"))?;
         let n_head = g.req_u32(&key("attention.head_count"))?;
-        let n_kv_head = g.opt_u32(&key("attention.head_count_kv"))?.unwrap_or(n_head);
+        let n_kv_head = g
+            .opt_u32(&key("attention.head_count_kv"))?
+            .unwrap_or(n_head);
         let n_layer = g.req_u32(&key("block_count"))?;
         let n_ff = g.req_u32(&key("feed_forward_length"))?;
         if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 {
@@ -115,7 +117,9 @@ impl Config {
             }
         };
         if n_rot > head_dim || n_rot % 2 != 0 {
-            return Err(Error::Corrupt(format!("RoPE dimension {n_rot} for heads of {head_dim}")));
+            return Err(Error::Corrupt(format!(
+                "RoPE dimension {n_rot} for heads of {head_dim}"
+            )));
         }
         let rope = RopeConfig {
             n_rot,
@@ -140,10 +144,10 @@ impl Config {
             ctx_train,
             rms_eps,
             rope,
-            // llama.cpp: Gemma 3's sliding layers use base 10000 and no scaling.
+            // Gemma 3's sliding layers have their own base (llama.cpp's default: 10000), unscaled.
             rope_local: if gemma {
                 RopeConfig {
-                    theta_base: 10000.0,
+                    theta_base: g.opt_f32(&key("rope.freq_base_swa"))?.unwrap_or(10000.0),
                     freq_scale: 1.0,
                     ..rope
                 }

@@ -6,11 +6,13 @@
 //! replays that list with a new [`StepInfo`] in one compute pass and one submit.
 
 mod config;
+mod perplexity;
 mod weights;
 
 use std::sync::Arc;
 
 pub use config::{Arch, Config, SlidingWindow};
+pub use perplexity::{perplexity, Perplexity};
 pub use weights::{LoadProgress, Weights};
 
 use crate::gguf::{ByteSource, Gguf};
@@ -109,7 +111,9 @@ impl Session {
         let gpu = &*model.gpu;
         let c = &model.config;
         if opts.ctx == 0 || opts.ubatch == 0 {
-            return Err(Error::InvalidArgument("context and batch must be positive".into()));
+            return Err(Error::InvalidArgument(
+                "context and batch must be positive".into(),
+            ));
         }
         let b = opts.ubatch as u64;
         let f = 4u64;
@@ -211,7 +215,11 @@ impl Session {
             pos: 0,
             n_out: 1,
         };
-        self.forward.iter().filter(|d| (d.grid)(&s).is_some()).count() + 1
+        self.forward
+            .iter()
+            .filter(|d| (d.grid)(&s).is_some())
+            .count()
+            + 1
     }
 
     fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
@@ -313,6 +321,69 @@ impl Session {
         self.read_token().await
     }
 
+    /// Times each dispatch of one pass of `n_tokens` at the current position with GPU timestamps
+    /// (one compute pass per dispatch, so the total exceeds a normal pass's time by the pass
+    /// overheads). Returns (label, nanoseconds) in dispatch order; the cache is left unchanged.
+    pub async fn profile(&mut self, n_tokens: u32) -> Result<Vec<(String, f64)>> {
+        let gpu = self.model.gpu.clone();
+        if !gpu.features.timestamps {
+            return Err(Error::Gpu("this adapter has no timestamp queries".into()));
+        }
+        self.check_tokens(&vec![0; n_tokens as usize])?;
+        let s = StepInfo {
+            n_tokens,
+            pos: self.pos,
+            n_out: 1,
+        };
+        let active: Vec<&Dispatch> = self
+            .forward
+            .iter()
+            .chain([&self.greedy])
+            .filter(|d| (d.grid)(&s).is_some())
+            .collect();
+        let count = 2 * active.len() as u32;
+        let queries = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("profile"),
+            ty: wgpu::QueryType::Timestamp,
+            count,
+        });
+        let resolved = gpu.storage("profile", count as u64 * 8)?;
+        let resolved_dst = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile"),
+            size: count as u64 * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        gpu.queue
+            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        for (i, d) in active.iter().enumerate() {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: &queries,
+                    beginning_of_pass_write_index: Some(2 * i as u32),
+                    end_of_pass_write_index: Some(2 * i as u32 + 1),
+                }),
+            });
+            d.record(&mut pass, &s);
+        }
+        encoder.resolve_query_set(&queries, 0..count, &resolved_dst, 0);
+        encoder.copy_buffer_to_buffer(&resolved_dst, 0, &resolved, 0, count as u64 * 8);
+        gpu.queue.submit([encoder.finish()]);
+        let ticks: Vec<u64> =
+            bytemuck::pod_collect_to_vec(&gpu.read(&resolved, 0, count as u64 * 8).await?);
+        let period = gpu.queue.get_timestamp_period() as f64;
+        Ok(active
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period;
+                (d.label.clone(), ns)
+            })
+            .collect())
+    }
+
     async fn read_token(&self) -> Result<u32> {
         let bytes = self.model.gpu.map_staging(&self.staging, 4).await?;
         Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
@@ -330,7 +401,14 @@ fn record_forward(
     let c = &model.config;
     let w = &model.weights;
     let mut d = Vec::new();
-    d.extend(kernels::embed(gpu, &w.token_embd, &a.tokens, &a.x, &a.step, c.embed_scale)?);
+    d.extend(kernels::embed(
+        gpu,
+        &w.token_embd,
+        &a.tokens,
+        &a.x,
+        &a.step,
+        c.embed_scale,
+    )?);
     let norm = |x: &wgpu::Buffer, wt: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool| {
         kernels::rmsnorm(
             gpu,
@@ -355,7 +433,11 @@ fn record_forward(
     for (il, (l, (k_cache, v_cache))) in w.layers.iter().zip(kv).enumerate() {
         let sliding = c.is_sliding(il as u32);
         d.push(norm(&a.x, &l.attn_norm, &a.xn, false)?);
-        for (wt, bias, out) in [(&l.wq, &l.bq, &a.q), (&l.wk, &l.bk, &a.k), (&l.wv, &l.bv, &a.v)] {
+        for (wt, bias, out) in [
+            (&l.wq, &l.bq, &a.q),
+            (&l.wk, &l.bk, &a.k),
+            (&l.wv, &l.bv, &a.v),
+        ] {
             d.extend(kernels::mat(
                 gpu,
                 wt,
@@ -406,35 +488,36 @@ fn record_forward(
             },
         )?);
         // Output projection and residual add: fused, or through the post-norm (Gemma).
-        let residual = |d: &mut Vec<Dispatch>, wt, post: &Option<wgpu::Buffer>, input| -> Result<()> {
-            match post {
-                None => d.extend(kernels::mat(
-                    gpu,
-                    wt,
-                    input,
-                    &a.x,
-                    &a.step,
-                    &a.dummy,
-                    &MatOpts {
-                        accumulate: true,
-                        ..Default::default()
-                    },
-                )?),
-                Some(pn) => {
-                    d.extend(kernels::mat(
+        let residual =
+            |d: &mut Vec<Dispatch>, wt, post: &Option<wgpu::Buffer>, input| -> Result<()> {
+                match post {
+                    None => d.extend(kernels::mat(
                         gpu,
                         wt,
                         input,
-                        &a.tmp,
+                        &a.x,
                         &a.step,
                         &a.dummy,
-                        &MatOpts::default(),
-                    )?);
-                    d.push(norm(&a.tmp, pn, &a.x, true)?);
+                        &MatOpts {
+                            accumulate: true,
+                            ..Default::default()
+                        },
+                    )?),
+                    Some(pn) => {
+                        d.extend(kernels::mat(
+                            gpu,
+                            wt,
+                            input,
+                            &a.tmp,
+                            &a.step,
+                            &a.dummy,
+                            &MatOpts::default(),
+                        )?);
+                        d.push(norm(&a.tmp, pn, &a.x, true)?);
+                    }
                 }
-            }
-            Ok(())
-        };
+                Ok(())
+            };
         residual(&mut d, &l.wo, &l.post_attn_norm, &a.attn)?;
         d.push(norm(&a.x, &l.ffn_norm, &a.xn, false)?);
         for (wt, out) in [(&l.gate, &a.gate), (&l.up, &a.up)] {

@@ -106,7 +106,8 @@ impl Loader<'_> {
         let mut row0 = 0u32;
         while row0 < rows {
             let n = max_rows.min(rows - row0);
-            let bytes = &data[(row0 as u64 * row_bytes) as usize..((row0 + n) as u64 * row_bytes) as usize];
+            let bytes =
+                &data[(row0 as u64 * row_bytes) as usize..((row0 + n) as u64 * row_bytes) as usize];
             let packed = repack_for_gpu(t.ty, bytes);
             let buffer = self.gpu.storage_init(name, &packed)?;
             chunks.push(WeightChunk {

@@ -1,0 +1,224 @@
+//! Whole models against Hugging Face transformers: the golden files in tests/golden (made by
+//! tests/reference/make_model_golden.py) hold prompt tokens, the logits at the last prompt
+//! position, greedy continuations and perplexity. Real models come from the model cache
+//! (scripts/fetch-models.sh --all); tiny random-weight models of every family are fixtures.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tandem_engine::gguf::{Gguf, MmapSource};
+use tandem_engine::gpu::{Gpu, GpuOptions};
+use tandem_engine::model::{perplexity, Model, Session, SessionOptions};
+use tandem_engine::tokenizer::Tokenizer;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn model_path(name: &str) -> PathBuf {
+    if name.contains('/') {
+        return repo().join(name);
+    }
+    let p = tandem_engine::platform::model_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/fetch-models.sh --all",
+        p.display()
+    );
+    p
+}
+
+fn gpu() -> Arc<Gpu> {
+    Arc::new(pollster::block_on(Gpu::new(&GpuOptions::default())).expect("a GPU adapter"))
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+struct Tolerance {
+    /// Max |logit - golden| at the last prompt position.
+    max_abs: f32,
+    /// Greedy tokens compared (at most; fewer when a margin is too thin to call).
+    greedy: usize,
+}
+
+fn check_golden(file: &str, tol: Tolerance) {
+    let golden: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("tests/golden").join(file)).unwrap(),
+    )
+    .unwrap();
+    let path = model_path(golden["model"].as_str().unwrap());
+    let src = MmapSource::open(&path).unwrap();
+    let g = Gguf::parse(&src).unwrap();
+    let model = Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
+    let n_vocab = model.config.n_vocab as usize;
+    let mut s = pollster::block_on(Session::new(
+        model,
+        SessionOptions {
+            ctx: 256,
+            ubatch: 64,
+        },
+    ))
+    .unwrap();
+    for case in golden["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let prompt = ids(&case["prompt_tokens"]);
+        // Logits at the last prompt position.
+        s.truncate(0);
+        let logits = pollster::block_on(s.eval(&prompt, 1)).unwrap();
+        assert_eq!(logits.len(), n_vocab);
+        let mut worst = 0.0f32;
+        for pair in case["top_logits"].as_array().unwrap() {
+            let id = pair[0].as_u64().unwrap() as usize;
+            let want = pair[1].as_f64().unwrap() as f32;
+            worst = worst.max((logits[id] - want).abs());
+        }
+        assert!(
+            worst <= tol.max_abs,
+            "{file} {name}: logits off by {worst} (tolerance {})",
+            tol.max_abs
+        );
+        // Greedy continuation through prefill + decode with the KV cache.
+        let want = ids(&case["greedy_tokens"]);
+        let margins: Vec<f64> = case["margins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_f64().unwrap())
+            .collect();
+        let n = want
+            .iter()
+            .zip(&margins)
+            .take(tol.greedy)
+            .take_while(|(_, m)| **m >= 1e-3)
+            .count();
+        s.truncate(0);
+        let mut got = vec![pollster::block_on(s.prefill_greedy(&prompt)).unwrap()];
+        while got.len() < n {
+            got.push(pollster::block_on(s.decode_greedy()).unwrap());
+        }
+        assert_eq!(got[..n], want[..n], "{file} {name}: greedy tokens");
+        eprintln!("{file} {name}: logits within {worst:.2e}, {n} greedy tokens identical");
+    }
+    if let Some(p) = golden.get("perplexity") {
+        let text = std::fs::read_to_string(repo().join(p["text_file"].as_str().unwrap())).unwrap();
+        let tok = Tokenizer::from_gguf(&g).unwrap();
+        let tokens = tok.encode(&text, false, false).unwrap();
+        let bos = if p["bos"].as_bool().unwrap() {
+            tok.bos()
+        } else {
+            None
+        };
+        let ctx = p["ctx"].as_u64().unwrap() as u32;
+        let chunks = p["chunks"].as_u64().unwrap() as usize;
+        let got = pollster::block_on(perplexity(
+            &mut s,
+            &tokens,
+            ctx,
+            Some(chunks),
+            bos,
+            |_, _, _| {},
+        ))
+        .unwrap();
+        let want = p["value"].as_f64().unwrap();
+        assert_eq!(
+            got.scored_tokens,
+            p["scored_tokens"].as_u64().unwrap() as usize
+        );
+        let rel = (got.value - want).abs() / want;
+        assert!(
+            rel < 0.02,
+            "{file}: perplexity {} vs transformers {want} ({:.2}% off)",
+            got.value,
+            rel * 100.0
+        );
+        eprintln!(
+            "{file}: perplexity {:.4} vs {want} ({:.3}% off)",
+            got.value,
+            rel * 100.0
+        );
+    }
+}
+
+#[test]
+fn tiny_llama() {
+    check_golden(
+        "model_tiny-llama.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_llama_q8_0() {
+    check_golden(
+        "model_tiny-llama-q8_0.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_qwen2() {
+    check_golden(
+        "model_tiny-qwen2.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_qwen3() {
+    check_golden(
+        "model_tiny-qwen3.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_gemma3() {
+    check_golden(
+        "model_tiny-gemma3.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn smollm2_135m_instruct() {
+    check_golden(
+        "model_smollm2-135m-instruct.json",
+        Tolerance {
+            max_abs: 0.05,
+            greedy: 16,
+        },
+    );
+}
+
+#[test]
+fn gemma3_270m() {
+    check_golden(
+        "model_gemma3-270m.json",
+        Tolerance {
+            max_abs: 0.05,
+            greedy: 16,
+        },
+    );
+}
