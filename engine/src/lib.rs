@@ -2,16 +2,17 @@
 //!
 //! Layers, bottom up: `gguf` reads model files, `quant` knows the block formats, `gpu` owns the
 //! device and the kernel pipelines, `kernels` describes each WGSL kernel's bindings and dispatch,
-//! `model` plans memory and records the forward pass, `tokenizer` and `sampling` turn text into
-//! tokens and logits into tokens.
+//! `model` plans memory and records the forward pass, `tokenizer` turns text into tokens and
+//! back, `generate` runs the decode loop; `platform` holds what differs between native and web.
 
 pub mod error;
+pub mod generate;
 pub mod gguf;
-pub mod quant;
-pub mod tokenizer;
-
-pub use error::{Error, Result};
 pub mod gpu;
 pub mod kernels;
 pub mod model;
 pub mod platform;
+pub mod quant;
+pub mod tokenizer;
+
+pub use error::{Error, Result};

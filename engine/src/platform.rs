@@ -13,3 +13,12 @@ pub fn model_dir() -> std::path::PathBuf {
 
 /// The default model's file name in the cache.
 pub const DEFAULT_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// Seconds on a monotonic clock, for speed figures.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn now_seconds() -> f64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64()
+}

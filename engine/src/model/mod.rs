@@ -98,6 +98,10 @@ pub struct Session {
     staging: wgpu::Buffer,
     /// Tokens in the KV cache.
     pos: u32,
+    /// The ids at positions 0..pos (for prompt-prefix reuse), and the id sampled last, which the
+    /// next decode step feeds from the GPU.
+    history: Vec<u32>,
+    sampled: Option<u32>,
 }
 
 impl Session {
@@ -195,6 +199,8 @@ impl Session {
             greedy,
             staging,
             pos: 0,
+            history: Vec::new(),
+            sampled: None,
         })
     }
 
@@ -206,6 +212,27 @@ impl Session {
     /// Forgets every position from `pos` on (a new conversation, or rejected draft tokens).
     pub fn truncate(&mut self, pos: u32) {
         self.pos = self.pos.min(pos);
+        self.history.truncate(self.pos as usize);
+        self.sampled = None;
+    }
+
+    /// The token ids in the KV cache, in order.
+    pub fn history(&self) -> &[u32] {
+        &self.history
+    }
+
+    /// Keeps the longest cached prefix of `prompt` (leaving at least one token to feed) and
+    /// returns the part of `prompt` still to feed: a chat turn re-reads only what is new.
+    pub fn reuse_prefix<'p>(&mut self, prompt: &'p [u32]) -> &'p [u32] {
+        let common = self
+            .history
+            .iter()
+            .zip(prompt)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(prompt.len().saturating_sub(1));
+        self.truncate(common as u32);
+        &prompt[common..]
     }
 
     /// Dispatches one token's decode records (a tracked number: launches are the budget).
@@ -244,9 +271,14 @@ impl Session {
     /// its copy into the readback buffer.
     fn pass(&mut self, tokens: Option<&[u32]>, n_tokens: u32, n_out: u32, greedy: bool) {
         let gpu = &self.model.gpu;
-        if let Some(t) = tokens {
-            gpu.queue
-                .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(t));
+        match tokens {
+            Some(t) => {
+                gpu.queue
+                    .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(t));
+                self.history.extend_from_slice(t);
+                self.sampled = None;
+            }
+            None => self.history.extend(self.sampled),
         }
         let s = StepInfo {
             n_tokens,
@@ -317,6 +349,11 @@ impl Session {
     /// Decodes one token: the input is the token the last pass sampled (still on the GPU).
     pub async fn decode_greedy(&mut self) -> Result<u32> {
         self.check_tokens(&[0])?;
+        if self.sampled.is_none() {
+            return Err(Error::InvalidArgument(
+                "decode needs a sampled token first".into(),
+            ));
+        }
         self.pass(None, 1, 1, true);
         self.read_token().await
     }
@@ -384,9 +421,11 @@ impl Session {
             .collect())
     }
 
-    async fn read_token(&self) -> Result<u32> {
+    async fn read_token(&mut self) -> Result<u32> {
         let bytes = self.model.gpu.map_staging(&self.staging, 4).await?;
-        Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        let id = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        self.sampled = Some(id);
+        Ok(id)
     }
 }
 

@@ -1,0 +1,87 @@
+//! Opening a model: the file, the GPU, the weights (with a progress bar) and a session.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tandem_engine::gguf::{Gguf, MmapSource};
+use tandem_engine::gpu::{Gpu, GpuOptions};
+use tandem_engine::model::{Model, Session, SessionOptions};
+use tandem_engine::tokenizer::Tokenizer;
+use tandem_engine::{Error, Result};
+
+use crate::cli::ModelArgs;
+
+pub struct Loaded {
+    pub tokenizer: Tokenizer,
+    pub session: Session,
+}
+
+/// The model path: the one given, or the default model in the cache.
+pub fn model_path(given: &Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(p) = given {
+        return Ok(p.clone());
+    }
+    let p = tandem_engine::platform::model_dir().join(tandem_engine::platform::DEFAULT_MODEL);
+    if !p.exists() {
+        return Err(Error::InvalidArgument(format!(
+            "no --model given and the default model is not in the cache ({}); run scripts/fetch-models.sh",
+            p.display()
+        )));
+    }
+    Ok(p)
+}
+
+pub fn open_gguf(path: &Path) -> Result<(MmapSource, Gguf)> {
+    let src = MmapSource::open(path)?;
+    let gguf = Gguf::parse(&src)?;
+    Ok((src, gguf))
+}
+
+pub fn gpu(args: &ModelArgs) -> Result<Arc<Gpu>> {
+    let opts = GpuOptions {
+        force_fallback: args.software,
+        portable_only: args.portable,
+    };
+    let gpu = pollster::block_on(Gpu::new(&opts))?;
+    if !args.quiet {
+        eprintln!("GPU: {}", gpu.describe());
+    }
+    Ok(Arc::new(gpu))
+}
+
+pub fn load(args: &ModelArgs) -> Result<Loaded> {
+    let path = model_path(&args.model)?;
+    let (src, gguf) = open_gguf(&path)?;
+    let tokenizer = Tokenizer::from_gguf(&gguf)?;
+    let gpu = gpu(args)?;
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("loading {msg} [{bar:30}] {bytes}/{total_bytes}")
+            .expect("progress template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
+    let model = pollster::block_on(Model::load(gpu, &gguf, &src, &mut |p| {
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+    }))?;
+    bar.finish_and_clear();
+    let ctx = args.ctx.unwrap_or(model.config.ctx_train.min(4096));
+    let session = pollster::block_on(Session::new(
+        Arc::new(model),
+        SessionOptions {
+            ctx,
+            ubatch: args.ubatch,
+        },
+    ))?;
+    Ok(Loaded { tokenizer, session })
+}
