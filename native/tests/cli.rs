@@ -1,0 +1,104 @@
+//! The `tandem` binary end to end, on the tiny fixture model and on the default model.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(name)
+}
+
+fn tandem(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_json_reports_tokens_and_speeds() {
+    let model = fixture("tiny-qwen3.gguf");
+    let out = tandem(&[
+        "run",
+        "-q",
+        "-m",
+        model.to_str().unwrap(),
+        "-p",
+        "the quick brown fox",
+        "-n",
+        "5",
+        "--json",
+        "--ignore-eos",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tokens"].as_array().unwrap().len(), 5);
+    assert!(!v["prompt_tokens"].as_array().unwrap().is_empty());
+    assert!(v["decode_tokens_per_second"].as_f64().unwrap() > 0.0);
+    assert!(v["prefill_tokens_per_second"].as_f64().unwrap() > 0.0);
+    assert!(v["dispatches_per_token"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn prompt_longer_than_context_fails_cleanly() {
+    let model = fixture("tiny-llama.gguf");
+    let long = "word ".repeat(200);
+    let out = tandem(&[
+        "run",
+        "-q",
+        "-m",
+        model.to_str().unwrap(),
+        "-c",
+        "32",
+        "-p",
+        &long,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("context holds 32"), "{err}");
+}
+
+#[test]
+fn bad_file_fails_cleanly() {
+    let dir = std::env::temp_dir().join(format!("tandem-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.gguf");
+    std::fs::write(&bad, b"GGUF\x03\x00\x00\x00garbage").unwrap();
+    let out = tandem(&["run", "-q", "-m", bad.to_str().unwrap(), "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
+    let out = tandem(&["info", "-m", fixture("tiny-gemma3.gguf").to_str().unwrap()]);
+    assert!(out.status.success());
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        info.contains("gemma3") && info.contains("sliding window 8"),
+        "{info}"
+    );
+}
+
+#[test]
+fn default_model_answers_the_capital_of_france() {
+    let out = tandem(&[
+        "run",
+        "-q",
+        "--chat",
+        "-p",
+        "What is the capital of France?",
+        "--temperature",
+        "0",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "The capital of France is Paris."
+    );
+}
