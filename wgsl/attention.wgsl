@@ -14,9 +14,10 @@ struct Params {
     scale: f32,
     window: u32,    // 0: no sliding window
     softcap: f32,   // 0: none; else scores become softcap * tanh(score / softcap)
+    q_stride: u32,  // floats between tokens in q (the QKV output's width)
 }
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;           // [n_tokens, n_head * head_dim]
+@group(0) @binding(0) var<storage, read> q: array<f32>;           // [n_tokens, q_stride], Q heads first
 @group(0) @binding(1) var<storage, read> k_cache: array<f32>;     // [n_kv_head, ctx, head_dim]
 @group(0) @binding(2) var<storage, read> v_cache: array<f32>;     // [n_kv_head, ctx, head_dim]
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;   // [n_tokens, n_head * head_dim]
@@ -64,9 +65,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let hd = p.head_dim;
     let kvh = h / (p.n_head / p.n_kv_head);
     let qpos = step.pos + t;
+    let qi = t * p.q_stride + h * hd;
     let qo = (t * p.n_head + h) * hd;
     for (var i = lid; i < hd; i += TILE) {
-        qs[i] = q[qo + i] * p.scale;
+        qs[i] = q[qi + i] * p.scale;
     }
     workgroupBarrier();
     var start = 0u;

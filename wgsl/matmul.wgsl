@@ -17,8 +17,9 @@ struct Params {
     n_cols: u32,    // a multiple of 32
     y_stride: u32,
     y_offset: u32,
-    flags: u32,     // bit 0: add bias; bit 1: accumulate into y
+    flags: u32,     // bit 0: add bias; bit 1: accumulate into y (bit 2: matvec's norm prologue)
     rows_mode: u32, // 0: all tokens, 1: the output rows
+    eps: f32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;         // [n_rows, n_cols / QK] blocks

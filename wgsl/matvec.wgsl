@@ -2,8 +2,10 @@
 // tandem:include common/step.wgsl
 // tandem:per-qtype
 //
-// y[t, y_offset + r] (+)= sum_k W[r, k] * x[t, k] (+ bias[y_offset + r]) for one token (t = 0):
-// the decode matrix-vector product, reading the weights in their quantized blocks.
+// y[y_offset + r] (+)= sum_k W[r, k] * x'[k] (+ bias[y_offset + r]) for one token: the decode
+// matrix-vector product, reading the weights in their quantized blocks. With the norm prologue
+// (flags bit 2), x' = RMSNorm(x) * norm_w, computed by every workgroup from x (a few KB from
+// cache), which saves the separate norm dispatch; otherwise x' = x.
 // Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
 // 8-element units (dequant8) and reduce their partial sums in workgroup memory.
 // Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
@@ -16,8 +18,9 @@ struct Params {
     n_cols: u32,    // row length, a multiple of 8
     y_stride: u32,  // floats between output rows of consecutive tokens
     y_offset: u32,  // first output column (the chunk's first row)
-    flags: u32,     // bit 0: add bias; bit 1: accumulate into y
+    flags: u32,     // bit 0: add bias; bit 1: accumulate into y; bit 2: RMSNorm prologue
     rows_mode: u32, // 0: all tokens, 1: the output rows (see common/step.wgsl)
+    eps: f32,       // RMSNorm epsilon (prologue)
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;         // [n_rows, n_cols / QK] blocks
@@ -26,8 +29,39 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;      // [y_offset + n_rows] or unused
 @group(0) @binding(4) var<uniform> p: Params;
 @group(0) @binding(5) var<uniform> step: Step;
+@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
 
 var<workgroup> partial: array<f32, WG>;
+
+// The scale that RMSNorm applies to x (1 without the prologue); all threads call it.
+fn norm_scale(lid: u32) -> f32 {
+    if ((p.flags & 4u) == 0u) {
+        return 1.0;
+    }
+    var s = 0.0;
+    for (var i = lid; i < p.n_cols / 4u; i += WG) {
+        let v = x[i];
+        s += dot(v, v);
+    }
+    partial[lid] = s;
+    workgroupBarrier();
+    for (var k = WG / 2u; k > 0u; k >>= 1u) {
+        if (lid < k) {
+            partial[lid] += partial[lid + k];
+        }
+        workgroupBarrier();
+    }
+    let r = inverseSqrt(partial[0] / f32(p.n_cols) + p.eps);
+    workgroupBarrier();
+    return r;
+}
+
+fn x_at(i: u32, scale: f32) -> vec4<f32> {
+    if ((p.flags & 4u) == 0u) {
+        return x[i];
+    }
+    return x[i] * scale * norm_w[i];
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -36,6 +70,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let slot = lid / threads;
     let lane = lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
+    let scale = norm_scale(lid);
     var acc = 0.0;
     if (row < p.n_rows) {
         let units = p.n_cols / 8u;
@@ -43,7 +78,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         for (var u = lane; u < units; u += threads) {
             let k = u * 8u;
             let v = dequant8(row * blocks_per_row + k / QK, (k % QK) / 8u);
-            acc += dot(v[0], x[u * 2u]) + dot(v[1], x[u * 2u + 1u]);
+            acc += dot(v[0], x_at(u * 2u, scale)) + dot(v[1], x_at(u * 2u + 1u, scale));
         }
     }
     partial[lid] = acc;

@@ -1,6 +1,7 @@
 // tandem:include common/step.wgsl
 //
-// Prepares attention inputs for every token of the pass, one head per workgroup:
+// Prepares attention inputs for every token of the pass, one head per workgroup, from the QKV
+// projection's output (per token: the n_head Q heads, then the K heads, then the V heads):
 // Q heads get the optional per-head RMSNorm (Qwen3, Gemma3 q/k norm) and RoPE in place;
 // K heads get the same and are written to the K cache at their position; V heads are copied to
 // the V cache. RoPE pairs adjacent elements (mode 0, GGML "normal") or halves (mode 1, NeoX),
@@ -20,15 +21,13 @@ struct Params {
     flags: u32,         // bit 0: q/k RMSNorm
 }
 
-@group(0) @binding(0) var<storage, read_write> q: array<f32>;       // [n_tokens, n_head * head_dim]
-@group(0) @binding(1) var<storage, read> k: array<f32>;             // [n_tokens, n_kv_head * head_dim]
-@group(0) @binding(2) var<storage, read> v: array<f32>;             // [n_tokens, n_kv_head * head_dim]
-@group(0) @binding(3) var<storage, read_write> k_cache: array<f32>; // [n_kv_head, ctx, head_dim]
-@group(0) @binding(4) var<storage, read_write> v_cache: array<f32>; // [n_kv_head, ctx, head_dim]
-@group(0) @binding(5) var<storage, read> q_norm: array<f32>;        // [head_dim] or unused
-@group(0) @binding(6) var<storage, read> k_norm: array<f32>;        // [head_dim] or unused
-@group(0) @binding(7) var<uniform> p: Params;
-@group(0) @binding(8) var<uniform> step: Step;
+@group(0) @binding(0) var<storage, read_write> qkv: array<f32>;     // [n_tokens, (n_head + 2 n_kv_head) * head_dim]
+@group(0) @binding(1) var<storage, read_write> k_cache: array<f32>; // [n_kv_head, ctx, head_dim]
+@group(0) @binding(2) var<storage, read_write> v_cache: array<f32>; // [n_kv_head, ctx, head_dim]
+@group(0) @binding(3) var<storage, read> q_norm: array<f32>;        // [head_dim] or unused
+@group(0) @binding(4) var<storage, read> k_norm: array<f32>;        // [head_dim] or unused
+@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> step: Step;
 
 var<workgroup> hv: array<f32, 256>;
 var<workgroup> red: array<f32, 128>;
@@ -42,31 +41,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     let hd = p.head_dim;
     let pos = step.pos + t;
+    // Head `slot` of token t: Q heads, then K heads, then V heads.
+    let src = (t * (p.n_head + 2u * p.n_kv_head) + slot) * hd;
     if (slot >= p.n_head + p.n_kv_head) {
         let h = slot - p.n_head - p.n_kv_head;
-        let src = (t * p.n_kv_head + h) * hd;
         let dst = (h * p.ctx + pos) * hd;
         for (var i = lid; i < hd; i += 128u) {
-            v_cache[dst + i] = v[src + i];
+            v_cache[dst + i] = qkv[src + i];
         }
         return;
     }
     let is_q = slot < p.n_head;
     let kh = slot - p.n_head;
-    var src: u32;
-    if (is_q) {
-        src = (t * p.n_head + slot) * hd;
-    } else {
-        src = (t * p.n_kv_head + kh) * hd;
-    }
     var ss = 0.0;
     for (var i = lid; i < hd; i += 128u) {
-        var val: f32;
-        if (is_q) {
-            val = q[src + i];
-        } else {
-            val = k[src + i];
-        }
+        let val = qkv[src + i];
         hv[i] = val;
         ss += val * val;
     }
@@ -127,7 +116,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             }
         }
         if (is_q) {
-            q[dst + i] = out;
+            qkv[dst + i] = out;
         } else {
             k_cache[dst + i] = out;
         }

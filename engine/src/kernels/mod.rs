@@ -65,6 +65,27 @@ impl Rows {
     }
 }
 
+/// Which passes a dispatch belongs to: decode passes (one token) often take a fused kernel
+/// whose batched counterpart is a sequence of simpler dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    Always,
+    /// Passes of one token.
+    Decode,
+    /// Passes of more than one token.
+    Batch,
+}
+
+impl When {
+    pub fn admits(self, s: &StepInfo) -> bool {
+        match self {
+            When::Always => true,
+            When::Decode => s.n_tokens == 1,
+            When::Batch => s.n_tokens > 1,
+        }
+    }
+}
+
 /// Picks the pipeline (index into `pipelines`) and workgroup counts for a pass, or `None` when
 /// the pass has nothing for this dispatch.
 pub type Grid = Box<dyn Fn(&StepInfo) -> Option<(usize, [u32; 3])> + Send + Sync>;
@@ -133,10 +154,11 @@ fn key(shader: String, layout: &'static [Binding]) -> PipelineKey {
     }
 }
 
-/// A weight matrix on the GPU, split by rows into chunks that each fit one storage binding.
+/// A weight matrix on the GPU, split by rows into chunks that each fit one storage binding. A
+/// matrix may stack several GGUF tensors (Q, K and V; gate and up): consecutive parts of one
+/// type share a chunk, so a stacked product is one dispatch when the types agree.
 pub struct GpuWeight {
     pub name: String,
-    pub ty: GgmlType,
     pub n_rows: u32,
     pub n_cols: u32,
     pub chunks: Vec<WeightChunk>,
@@ -144,6 +166,7 @@ pub struct GpuWeight {
 
 pub struct WeightChunk {
     pub buffer: wgpu::Buffer,
+    pub ty: GgmlType,
     pub row0: u32,
     pub n_rows: u32,
 }
@@ -158,6 +181,7 @@ const MAT_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Uniform,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -169,7 +193,8 @@ struct MatParams {
     y_offset: u32,
     flags: u32,
     rows_mode: u32,
-    _pad: [u32; 2],
+    eps: f32,
+    _pad: u32,
 }
 
 /// Options of a matrix product `y (+)= W x (+ bias)`.
@@ -180,6 +205,9 @@ pub struct MatOpts<'a> {
     /// Floats between consecutive tokens' rows of `y` (the output width, by default `n_rows`).
     pub y_stride: Option<u32>,
     pub rows: Rows,
+    /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
+    pub norm: Option<(&'a wgpu::Buffer, f32)>,
+    pub when: When,
 }
 
 impl Default for MatOpts<'_> {
@@ -189,8 +217,23 @@ impl Default for MatOpts<'_> {
             accumulate: false,
             y_stride: None,
             rows: Rows::Tokens,
+            norm: None,
+            when: When::Always,
         }
     }
+}
+
+/// Rows per matvec workgroup (`ROWS` in matvec.wgsl).
+const MATVEC_ROWS: u32 = 4;
+
+fn check_cols(w: &GpuWeight) -> Result<()> {
+    if w.n_cols % 32 != 0 {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{}: row length {} is not a multiple of 32",
+            w.name, w.n_cols
+        )));
+    }
+    Ok(())
 }
 
 /// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
@@ -204,49 +247,124 @@ pub fn mat(
     dummy: &wgpu::Buffer,
     opts: &MatOpts,
 ) -> Result<Vec<Dispatch>> {
-    let q = qtype_suffix(w.ty)?;
-    if w.n_cols % 32 != 0 {
-        return Err(crate::Error::InvalidArgument(format!(
-            "{}: row length {} is not a multiple of 32",
-            w.name, w.n_cols
-        )));
+    check_cols(w)?;
+    if opts.norm.is_some() && opts.when != When::Decode {
+        return Err(crate::Error::InvalidArgument(
+            "the norm prologue exists only in the decode matvec".into(),
+        ));
     }
-    const ROWS_PER_WG: u32 = 4;
-    let matvec = gpu.pipeline(&key(format!("matvec_{q}"), MAT_LAYOUT))?;
-    let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
     let mut out = Vec::new();
     for chunk in &w.chunks {
+        let q = qtype_suffix(chunk.ty)?;
+        let matvec = gpu.pipeline(&key(format!("matvec_{q}"), MAT_LAYOUT))?;
+        let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
             n_cols: w.n_cols,
             y_stride: opts.y_stride.unwrap_or(w.n_rows),
             y_offset: chunk.row0,
-            flags: opts.bias.is_some() as u32 | (opts.accumulate as u32) << 1,
+            flags: opts.bias.is_some() as u32
+                | (opts.accumulate as u32) << 1
+                | (opts.norm.is_some() as u32) << 2,
             rows_mode: opts.rows.mode(),
-            _pad: [0; 2],
+            eps: opts.norm.map_or(0.0, |n| n.1),
+            _pad: 0,
         };
         let pbuf = gpu.uniform(&w.name, &params);
         let bind_group = gpu.bind_group(
             MAT_LAYOUT,
-            &[&chunk.buffer, x, y, opts.bias.unwrap_or(dummy), &pbuf, step],
+            &[
+                &chunk.buffer,
+                x,
+                y,
+                opts.bias.unwrap_or(dummy),
+                &pbuf,
+                step,
+                opts.norm.map_or(dummy, |n| n.0),
+            ],
         );
-        let rows = opts.rows;
+        let (rows, when) = (opts.rows, opts.when);
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
             label: w.name.clone(),
-            pipelines: vec![matvec.clone(), matmul.clone()],
+            pipelines: vec![matvec, matmul],
             bind_group,
             grid: Box::new(move |s| {
-                let n = rows.count(s);
-                match n {
+                if !when.admits(s) {
+                    return None;
+                }
+                match rows.count(s) {
                     0 => None,
-                    1 => Some((0, grid_2d(n_rows.div_ceil(ROWS_PER_WG)))),
+                    1 => Some((0, grid_2d(n_rows.div_ceil(MATVEC_ROWS)))),
                     n => Some((1, [n_rows.div_ceil(64), n.div_ceil(32), 1])),
                 }
             }),
         });
     }
     Ok(out)
+}
+
+const MATVEC_GLU_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatvecGluParams {
+    n_rows: u32,
+    n_cols: u32,
+    act: u32,
+    flags: u32,
+    eps: f32,
+    _pad: [u32; 3],
+}
+
+/// The decode FFN input side in one dispatch: `h = act(G x') * (U x')` over the stacked weight
+/// `[G; U]`, with x' = RMSNorm(x) * norm weights when `norm` is given. `None` when the stack is
+/// not one chunk (its parts have different types, or it exceeds a binding): then use `mat` + `glu`.
+#[allow(clippy::too_many_arguments)]
+pub fn matvec_glu(
+    gpu: &Gpu,
+    gate_up: &GpuWeight,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    act: Activation,
+) -> Result<Option<Dispatch>> {
+    check_cols(gate_up)?;
+    let [chunk] = gate_up.chunks.as_slice() else {
+        return Ok(None);
+    };
+    let q = qtype_suffix(chunk.ty)?;
+    let pipeline = gpu.pipeline(&key(format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT))?;
+    let n_rows = gate_up.n_rows / 2;
+    let params = MatvecGluParams {
+        n_rows,
+        n_cols: gate_up.n_cols,
+        act: (act == Activation::GeluTanh) as u32,
+        flags: (norm.is_some() as u32) << 2,
+        eps: norm.map_or(0.0, |n| n.1),
+        _pad: [0; 3],
+    };
+    let pbuf = gpu.uniform(&gate_up.name, &params);
+    Ok(Some(Dispatch {
+        label: gate_up.name.clone(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(
+            MATVEC_GLU_LAYOUT,
+            &[&chunk.buffer, x, h, norm.map_or(dummy, |n| n.0), &pbuf],
+        ),
+        grid: Box::new(move |s| {
+            When::Decode
+                .admits(s)
+                .then(|| (0, grid_2d(n_rows.div_ceil(MATVEC_ROWS))))
+        }),
+    }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -278,10 +396,10 @@ pub fn embed(
     step: &wgpu::Buffer,
     scale: f32,
 ) -> Result<Vec<Dispatch>> {
-    let q = qtype_suffix(table.ty)?;
-    let pipeline = gpu.pipeline(&key(format!("embed_{q}"), EMBED_LAYOUT))?;
     let mut out = Vec::new();
     for chunk in &table.chunks {
+        let q = qtype_suffix(chunk.ty)?;
+        let pipeline = gpu.pipeline(&key(format!("embed_{q}"), EMBED_LAYOUT))?;
         let params = EmbedParams {
             dim: table.n_cols,
             n_rows: chunk.n_rows,
@@ -292,7 +410,7 @@ pub fn embed(
         let bind_group = gpu.bind_group(EMBED_LAYOUT, &[&chunk.buffer, tokens, y, &pbuf, step]);
         out.push(Dispatch {
             label: table.name.clone(),
-            pipelines: vec![pipeline.clone()],
+            pipelines: vec![pipeline],
             bind_group,
             grid: Box::new(|s| Some((0, [s.n_tokens, 1, 1]))),
         });
@@ -325,6 +443,7 @@ pub struct NormOpts {
     pub accumulate: bool,
     /// Normalise only the output rows (the last `n_out` tokens), writing them from row 0 of `y`.
     pub rows: Rows,
+    pub when: When,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -346,12 +465,12 @@ pub fn rmsnorm(
         rows_mode: opts.rows.mode(),
     };
     let pbuf = gpu.uniform("rmsnorm", &params);
-    let rows = opts.rows;
+    let (rows, when) = (opts.rows, opts.when);
     Ok(Dispatch {
         label: "rmsnorm".into(),
         pipelines: vec![pipeline],
         bind_group: gpu.bind_group(NORM_LAYOUT, &[x, weight, y, &pbuf, step]),
-        grid: Box::new(move |s| Some((0, [rows.count(s), 1, 1]))),
+        grid: Box::new(move |s| when.admits(s).then(|| (0, [rows.count(s), 1, 1]))),
     })
 }
 
@@ -377,31 +496,37 @@ pub enum Activation {
 struct GluParams {
     n: u32,
     act: u32,
-    _pad: [u32; 2],
+    stride: u32,
+    up_offset: u32,
 }
 
-/// `h = act(gate) * up`, elementwise over `n` values per token.
+/// `h = act(gate) * up`, elementwise over `n` values per token, reading gate and up from the
+/// stacked output `gate_up` `[n_tokens, 2n]` of the stacked FFN weight.
 pub fn glu(
     gpu: &Gpu,
-    gate: &wgpu::Buffer,
-    up: &wgpu::Buffer,
+    gate_up: &wgpu::Buffer,
     h: &wgpu::Buffer,
     step: &wgpu::Buffer,
     n: u32,
     act: Activation,
+    when: When,
 ) -> Result<Dispatch> {
     let pipeline = gpu.pipeline(&key("glu".into(), GLU_LAYOUT))?;
     let params = GluParams {
         n,
         act: (act == Activation::GeluTanh) as u32,
-        _pad: [0; 2],
+        stride: 2 * n,
+        up_offset: n,
     };
     let pbuf = gpu.uniform("glu", &params);
     Ok(Dispatch {
         label: "glu".into(),
         pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(GLU_LAYOUT, &[gate, up, h, &pbuf, step]),
-        grid: Box::new(move |s| Some((0, grid_2d((s.n_tokens * n).div_ceil(256))))),
+        bind_group: gpu.bind_group(GLU_LAYOUT, &[gate_up, gate_up, h, &pbuf, step]),
+        grid: Box::new(move |s| {
+            when.admits(s)
+                .then(|| (0, grid_2d((s.n_tokens * n).div_ceil(256))))
+        }),
     })
 }
 
@@ -410,8 +535,6 @@ pub fn glu(
 
 const ROPE_LAYOUT: &[Binding] = &[
     Binding::ReadWrite,
-    Binding::Read,
-    Binding::Read,
     Binding::ReadWrite,
     Binding::ReadWrite,
     Binding::Read,
@@ -458,14 +581,14 @@ pub struct Heads {
 }
 
 pub struct KvBuffers<'a> {
-    pub q: &'a wgpu::Buffer,
-    pub k: &'a wgpu::Buffer,
-    pub v: &'a wgpu::Buffer,
+    /// The QKV projection's output: per token the Q heads, then K, then V.
+    pub qkv: &'a wgpu::Buffer,
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
 }
 
-/// Q/K norm (when `qk_norm` gives the weights), RoPE, and the K/V cache store for the pass.
+/// Q/K norm (when `qk_norm` gives the weights), RoPE (Q in place in `qkv`), and the K/V cache
+/// store for the pass.
 pub fn rope_store(
     gpu: &Gpu,
     b: &KvBuffers,
@@ -497,7 +620,7 @@ pub fn rope_store(
         pipelines: vec![pipeline],
         bind_group: gpu.bind_group(
             ROPE_LAYOUT,
-            &[b.q, b.k, b.v, b.k_cache, b.v_cache, qn, kn, &pbuf, step],
+            &[b.qkv, b.k_cache, b.v_cache, qn, kn, &pbuf, step],
         ),
         grid: Box::new(move |s| Some((0, [slots, s.n_tokens, 1]))),
     })
@@ -525,7 +648,7 @@ struct AttnParams {
     scale: f32,
     window: u32,
     softcap: f32,
-    _pad: u32,
+    q_stride: u32,
 }
 
 pub struct AttnOpts {
@@ -536,7 +659,8 @@ pub struct AttnOpts {
     pub softcap: f32,
 }
 
-/// Causal (optionally sliding-window) grouped-query attention of the pass's queries over the cache.
+/// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
+/// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`.
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     gpu: &Gpu,
@@ -557,7 +681,7 @@ pub fn attention(
         scale: opts.scale,
         window: opts.window,
         softcap: opts.softcap,
-        _pad: 0,
+        q_stride: (heads.n_head + 2 * heads.n_kv_head) * heads.head_dim,
     };
     let pbuf = gpu.uniform("attention", &params);
     let n_head = heads.n_head;

@@ -19,6 +19,7 @@ use crate::gguf::{ByteSource, Gguf};
 use crate::gpu::Gpu;
 use crate::kernels::{
     self, AttnOpts, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo, StepUniform,
+    When,
 };
 use crate::{Error, Result};
 
@@ -71,14 +72,11 @@ impl Default for SessionOptions {
 struct Activations {
     tokens: wgpu::Buffer,   // [ubatch] u32
     x: wgpu::Buffer,        // [ubatch, n_embd] the residual stream
-    xn: wgpu::Buffer,       // [ubatch, n_embd] normalised input of a block
+    xn: wgpu::Buffer,       // [ubatch, n_embd] normalised input of a block (batched passes)
     tmp: wgpu::Buffer,      // [ubatch, n_embd] block output before its post-norm (Gemma)
-    q: wgpu::Buffer,        // [ubatch, n_head * head_dim]
-    k: wgpu::Buffer,        // [ubatch, n_kv_head * head_dim]
-    v: wgpu::Buffer,        // [ubatch, n_kv_head * head_dim]
+    qkv: wgpu::Buffer,      // [ubatch, (n_head + 2 n_kv_head) * head_dim]
     attn: wgpu::Buffer,     // [ubatch, n_head * head_dim]
-    gate: wgpu::Buffer,     // [ubatch, n_ff]
-    up: wgpu::Buffer,       // [ubatch, n_ff]
+    gate_up: wgpu::Buffer,  // [ubatch, 2 n_ff] (batched passes)
     hidden: wgpu::Buffer,   // [ubatch, n_ff]
     out_norm: wgpu::Buffer, // [max_out, n_embd]
     logits: wgpu::Buffer,   // [max_out, n_vocab]
@@ -131,12 +129,9 @@ impl Session {
             x: s("x", b * c.n_embd as u64)?,
             xn: s("xn", b * c.n_embd as u64)?,
             tmp: s("tmp", b * c.n_embd as u64)?,
-            q: s("q", b * q_dim)?,
-            k: s("k", b * kv_dim)?,
-            v: s("v", b * kv_dim)?,
+            qkv: s("qkv", b * (q_dim + 2 * kv_dim))?,
             attn: s("attn", b * q_dim)?,
-            gate: s("gate", b * c.n_ff as u64)?,
-            up: s("up", b * c.n_ff as u64)?,
+            gate_up: s("gate_up", b * 2 * c.n_ff as u64)?,
             hidden: s("hidden", b * c.n_ff as u64)?,
             out_norm: s("out_norm", max_out as u64 * c.n_embd as u64)?,
             logits: s("logits", max_out as u64 * c.n_vocab as u64)?,
@@ -152,7 +147,7 @@ impl Session {
             dummy: s("dummy", 4)?,
         };
         for (what, size) in [
-            ("the activations of one batch", b * c.n_ff as u64 * f),
+            ("the activations of one batch", b * 2 * c.n_ff as u64 * f),
             ("the logits", max_out as u64 * c.n_vocab as u64 * f),
         ] {
             if size > max_binding {
@@ -429,7 +424,9 @@ impl Session {
     }
 }
 
-/// The forward pass as a list of dispatches over the session's buffers.
+/// The forward pass as a list of dispatches over the session's buffers. Decode passes take the
+/// fused kernels (the RMSNorm in the matvec prologue, gate/up/activation in one matvec); batched
+/// passes take the norm, the tiled matmuls and the activation one by one.
 fn record_forward(
     gpu: &Gpu,
     model: &Model,
@@ -448,7 +445,7 @@ fn record_forward(
         &a.step,
         c.embed_scale,
     )?);
-    let norm = |x: &wgpu::Buffer, wt: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool| {
+    let norm = |x: &wgpu::Buffer, wt: &wgpu::Buffer, y: &wgpu::Buffer, accumulate: bool, when| {
         kernels::rmsnorm(
             gpu,
             x,
@@ -460,8 +457,46 @@ fn record_forward(
             NormOpts {
                 accumulate,
                 rows: Rows::Tokens,
+                when,
             },
         )
+    };
+    // `y (+)= W RMSNorm(x)`: fused for decode, norm then matmul for batches.
+    let normed_mat = |d: &mut Vec<Dispatch>,
+                      wt: &kernels::GpuWeight,
+                      norm_w: &wgpu::Buffer,
+                      y: &wgpu::Buffer,
+                      bias: Option<&wgpu::Buffer>|
+     -> Result<()> {
+        d.extend(kernels::mat(
+            gpu,
+            wt,
+            &a.x,
+            y,
+            &a.step,
+            &a.dummy,
+            &MatOpts {
+                bias,
+                norm: Some((norm_w, c.rms_eps)),
+                when: When::Decode,
+                ..Default::default()
+            },
+        )?);
+        d.push(norm(&a.x, norm_w, &a.xn, false, When::Batch)?);
+        d.extend(kernels::mat(
+            gpu,
+            wt,
+            &a.xn,
+            y,
+            &a.step,
+            &a.dummy,
+            &MatOpts {
+                bias,
+                when: When::Batch,
+                ..Default::default()
+            },
+        )?);
+        Ok(())
     };
     let heads = Heads {
         n_head: c.n_head,
@@ -471,25 +506,7 @@ fn record_forward(
     };
     for (il, (l, (k_cache, v_cache))) in w.layers.iter().zip(kv).enumerate() {
         let sliding = c.is_sliding(il as u32);
-        d.push(norm(&a.x, &l.attn_norm, &a.xn, false)?);
-        for (wt, bias, out) in [
-            (&l.wq, &l.bq, &a.q),
-            (&l.wk, &l.bk, &a.k),
-            (&l.wv, &l.bv, &a.v),
-        ] {
-            d.extend(kernels::mat(
-                gpu,
-                wt,
-                &a.xn,
-                out,
-                &a.step,
-                &a.dummy,
-                &MatOpts {
-                    bias: bias.as_ref(),
-                    ..Default::default()
-                },
-            )?);
-        }
+        normed_mat(&mut d, &l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref())?;
         let qk_norm = match (&l.q_norm, &l.k_norm) {
             (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
             _ => None,
@@ -497,9 +514,7 @@ fn record_forward(
         d.push(kernels::rope_store(
             gpu,
             &KvBuffers {
-                q: &a.q,
-                k: &a.k,
-                v: &a.v,
+                qkv: &a.qkv,
                 k_cache,
                 v_cache,
             },
@@ -511,7 +526,7 @@ fn record_forward(
         )?);
         d.push(kernels::attention(
             gpu,
-            &a.q,
+            &a.qkv,
             k_cache,
             v_cache,
             &a.attn,
@@ -552,32 +567,53 @@ fn record_forward(
                             &a.dummy,
                             &MatOpts::default(),
                         )?);
-                        d.push(norm(&a.tmp, pn, &a.x, true)?);
+                        d.push(norm(&a.tmp, pn, &a.x, true, When::Always)?);
                     }
                 }
                 Ok(())
             };
         residual(&mut d, &l.wo, &l.post_attn_norm, &a.attn)?;
-        d.push(norm(&a.x, &l.ffn_norm, &a.xn, false)?);
-        for (wt, out) in [(&l.gate, &a.gate), (&l.up, &a.up)] {
-            d.extend(kernels::mat(
-                gpu,
-                wt,
-                &a.xn,
-                out,
-                &a.step,
-                &a.dummy,
-                &MatOpts::default(),
-            )?);
-        }
+        // FFN input side: one fused matvec for decode when gate and up share a buffer.
+        let fused = kernels::matvec_glu(
+            gpu,
+            &l.gate_up,
+            &a.x,
+            &a.hidden,
+            &a.dummy,
+            Some((&l.ffn_norm, c.rms_eps)),
+            c.activation,
+        )?;
+        let glu_when = match fused {
+            Some(f) => {
+                d.push(f);
+                d.push(norm(&a.x, &l.ffn_norm, &a.xn, false, When::Batch)?);
+                d.extend(kernels::mat(
+                    gpu,
+                    &l.gate_up,
+                    &a.xn,
+                    &a.gate_up,
+                    &a.step,
+                    &a.dummy,
+                    &MatOpts {
+                        when: When::Batch,
+                        ..Default::default()
+                    },
+                )?);
+                When::Batch
+            }
+            None => {
+                normed_mat(&mut d, &l.gate_up, &l.ffn_norm, &a.gate_up, None)?;
+                When::Always
+            }
+        };
         d.push(kernels::glu(
             gpu,
-            &a.gate,
-            &a.up,
+            &a.gate_up,
             &a.hidden,
             &a.step,
             c.n_ff,
             c.activation,
+            glu_when,
         )?);
         residual(&mut d, &l.down, &l.post_ffn_norm, &a.hidden)?;
     }
@@ -592,6 +628,7 @@ fn record_forward(
         NormOpts {
             accumulate: false,
             rows: Rows::Out,
+            when: When::Always,
         },
     )?);
     d.extend(kernels::mat(

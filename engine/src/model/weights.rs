@@ -11,19 +11,17 @@ use super::config::Config;
 
 pub struct Layer {
     pub attn_norm: wgpu::Buffer,
-    pub wq: GpuWeight,
-    pub wk: GpuWeight,
-    pub wv: GpuWeight,
-    pub bq: Option<wgpu::Buffer>,
-    pub bk: Option<wgpu::Buffer>,
-    pub bv: Option<wgpu::Buffer>,
+    /// Q, K and V stacked: one product gives `[q | k | v]` per token.
+    pub wqkv: GpuWeight,
+    /// The Q, K, V biases stacked (Qwen2).
+    pub bqkv: Option<wgpu::Buffer>,
     pub q_norm: Option<wgpu::Buffer>,
     pub k_norm: Option<wgpu::Buffer>,
     pub wo: GpuWeight,
     pub post_attn_norm: Option<wgpu::Buffer>,
     pub ffn_norm: wgpu::Buffer,
-    pub gate: GpuWeight,
-    pub up: GpuWeight,
+    /// Gate and up stacked: one product gives `[gate | up]` per token.
+    pub gate_up: GpuWeight,
     pub down: GpuWeight,
     pub post_ffn_norm: Option<wgpu::Buffer>,
 }
@@ -69,59 +67,103 @@ impl Loader<'_> {
 
     /// A matrix of `rows` rows of `cols` elements (GGML dims [cols, rows]).
     fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuWeight> {
-        let t = self.info(name)?.clone();
-        let dims: Vec<u64> = t.dims.iter().copied().chain([1, 1]).take(2).collect();
-        if t.dims.len() > 2 || dims != [cols as u64, rows as u64] {
-            return Err(Error::TensorShape {
-                name: name.into(),
-                found: t.dims.clone(),
-                expected: vec![cols as u64, rows as u64],
-            });
-        }
-        if !t.ty.gpu_supported() {
-            return Err(Error::UnsupportedTensorType {
-                name: name.into(),
-                ty: t.ty.name(),
-            });
-        }
+        self.stacked(name, &[(name, rows)], cols)
+    }
+
+    /// The matrices `parts` (name, rows), each of rows of `cols` elements, stacked by rows into
+    /// one weight. Consecutive row ranges of one type share a GPU buffer up to the binding limit;
+    /// a new type, or a part with an odd number of blocks after a paired type, starts a new one.
+    fn stacked(&mut self, label: &str, parts: &[(&str, u32)], cols: u32) -> Result<GpuWeight> {
         if cols % 32 != 0 {
             return Err(Error::InvalidArgument(format!(
-                "{name}: rows of {cols} elements are not a multiple of 32"
+                "{label}: rows of {cols} elements are not a multiple of 32"
             )));
         }
-        let data = self.g.tensor_data(self.src, &t)?;
-        let row_bytes = t.n_bytes / rows as u64;
-        let row_gpu = gpu_bytes(t.ty, cols as u64).unwrap_or(row_bytes);
-        // Even row counts keep paired blocks inside one chunk; leave room for a pair's padding.
-        let budget = self.gpu.max_binding().saturating_sub(1024);
-        let max_rows = ((budget / row_gpu.max(1)) as u32) & !1;
-        if max_rows == 0 {
-            return Err(Error::Limits {
-                what: format!("a storage binding for one row of {name}"),
-                need: row_gpu,
-                have: self.gpu.max_binding(),
-            });
+        let gpu: &Gpu = self.gpu;
+        let budget = gpu.max_binding().saturating_sub(1024);
+        // A chunk being filled: its type, first row, rows, bytes in GPU layout, and whether its
+        // block count so far is even (paired layouts concatenate only on pair boundaries).
+        struct Open {
+            ty: GgmlType,
+            row0: u32,
+            rows: u32,
+            bytes: Vec<u8>,
+            even: bool,
         }
+        let flush = |open: Option<Open>, chunks: &mut Vec<WeightChunk>| -> Result<()> {
+            if let Some(o) = open {
+                chunks.push(WeightChunk {
+                    buffer: gpu.storage_init(label, &o.bytes)?,
+                    ty: o.ty,
+                    row0: o.row0,
+                    n_rows: o.rows,
+                });
+            }
+            Ok(())
+        };
         let mut chunks = Vec::new();
-        let mut row0 = 0u32;
-        while row0 < rows {
-            let n = max_rows.min(rows - row0);
-            let bytes =
-                &data[(row0 as u64 * row_bytes) as usize..((row0 + n) as u64 * row_bytes) as usize];
-            let packed = repack_for_gpu(t.ty, bytes);
-            let buffer = self.gpu.storage_init(name, &packed)?;
-            chunks.push(WeightChunk {
-                buffer,
-                row0,
-                n_rows: n,
-            });
-            row0 += n;
+        let mut open: Option<Open> = None;
+        let mut row_base = 0u32;
+        for &(name, rows) in parts {
+            let t = self.info(name)?.clone();
+            let dims: Vec<u64> = t.dims.iter().copied().chain([1, 1]).take(2).collect();
+            if t.dims.len() > 2 || dims != [cols as u64, rows as u64] {
+                return Err(Error::TensorShape {
+                    name: name.into(),
+                    found: t.dims.clone(),
+                    expected: vec![cols as u64, rows as u64],
+                });
+            }
+            if !t.ty.gpu_supported() {
+                return Err(Error::UnsupportedTensorType {
+                    name: name.into(),
+                    ty: t.ty.name(),
+                });
+            }
+            let data = self.g.tensor_data(self.src, &t)?;
+            let row_bytes = t.n_bytes / rows as u64;
+            let row_gpu = gpu_bytes(t.ty, cols as u64).unwrap_or(row_bytes).max(1);
+            // Even row counts per piece keep paired blocks inside one piece.
+            let max_rows = ((budget / row_gpu) as u32) & !1;
+            if max_rows == 0 {
+                return Err(Error::Limits {
+                    what: format!("a storage binding for one row of {name}"),
+                    need: row_gpu,
+                    have: gpu.max_binding(),
+                });
+            }
+            let blocks_per_row = cols as u64 / t.ty.block_geometry().map_or(1, |g| g.0);
+            let mut r = 0u32;
+            while r < rows {
+                let n = max_rows.min(rows - r);
+                let range = (r as u64 * row_bytes) as usize..((r + n) as u64 * row_bytes) as usize;
+                let packed = repack_for_gpu(t.ty, &data[range]);
+                let fits = open.as_ref().is_some_and(|o| {
+                    o.ty == t.ty && o.even && (o.bytes.len() + packed.len()) as u64 <= budget
+                });
+                if !fits {
+                    flush(open.take(), &mut chunks)?;
+                    open = Some(Open {
+                        ty: t.ty,
+                        row0: row_base + r,
+                        rows: 0,
+                        bytes: Vec::new(),
+                        even: true,
+                    });
+                }
+                let o = open.as_mut().expect("a chunk is open");
+                o.bytes.extend_from_slice(&packed);
+                o.rows += n;
+                o.even = (blocks_per_row * n as u64) % 2 == 0;
+                r += n;
+            }
+            row_base += rows;
+            self.advance(&t);
         }
-        self.advance(&t);
+        flush(open, &mut chunks)?;
         Ok(GpuWeight {
-            name: name.into(),
-            ty: t.ty,
-            n_rows: rows,
+            name: label.into(),
+            n_rows: row_base,
             n_cols: cols,
             chunks,
         })
@@ -129,6 +171,20 @@ impl Loader<'_> {
 
     /// A vector of `len` floats (norm weights, biases), converted to f32.
     fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer> {
+        self.vectors(&[(name, len)])
+    }
+
+    /// Vectors (name, length) concatenated into one buffer of f32.
+    fn vectors(&mut self, parts: &[(&str, u32)]) -> Result<wgpu::Buffer> {
+        let mut all = Vec::new();
+        for &(name, len) in parts {
+            all.extend(self.floats(name, len)?);
+        }
+        self.gpu
+            .storage_init(parts[0].0, bytemuck::cast_slice(&all))
+    }
+
+    fn floats(&mut self, name: &str, len: u32) -> Result<Vec<f32>> {
         let t = self.info(name)?.clone();
         if t.n_elements() != len as u64 {
             return Err(Error::TensorShape {
@@ -156,14 +212,7 @@ impl Loader<'_> {
             }
         };
         self.advance(&t);
-        self.gpu.storage_init(name, bytemuck::cast_slice(&floats))
-    }
-
-    fn opt_vector(&mut self, name: &str, len: u32) -> Result<Option<wgpu::Buffer>> {
-        if self.g.tensor(name).is_none() {
-            return Ok(None);
-        }
-        self.vector(name, len).map(Some)
+        Ok(floats)
     }
 }
 
@@ -190,21 +239,21 @@ impl Weights {
         let mut layers = Vec::with_capacity(c.n_layer as usize);
         for i in 0..c.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
-            let bias = |l: &mut Loader, s: &str, len| -> Result<Option<wgpu::Buffer>> {
-                if c.qkv_bias {
-                    l.vector(&n(s), len).map(Some)
-                } else {
-                    l.opt_vector(&n(s), len)
-                }
-            };
+            let (q, k, v) = (n("attn_q.weight"), n("attn_k.weight"), n("attn_v.weight"));
+            let (bq, bk, bv) = (n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias"));
+            let has_bias = c.qkv_bias || g.tensor(&bq).is_some();
             layers.push(Layer {
                 attn_norm: l.vector(&n("attn_norm.weight"), c.n_embd)?,
-                wq: l.matrix(&n("attn_q.weight"), c.n_embd, q_dim)?,
-                wk: l.matrix(&n("attn_k.weight"), c.n_embd, kv_dim)?,
-                wv: l.matrix(&n("attn_v.weight"), c.n_embd, kv_dim)?,
-                bq: bias(&mut l, "attn_q.bias", q_dim)?,
-                bk: bias(&mut l, "attn_k.bias", kv_dim)?,
-                bv: bias(&mut l, "attn_v.bias", kv_dim)?,
+                wqkv: l.stacked(
+                    &n("attn_qkv"),
+                    &[(&q, q_dim), (&k, kv_dim), (&v, kv_dim)],
+                    c.n_embd,
+                )?,
+                bqkv: if has_bias {
+                    Some(l.vectors(&[(&bq, q_dim), (&bk, kv_dim), (&bv, kv_dim)])?)
+                } else {
+                    None
+                },
                 q_norm: if c.qk_norm {
                     Some(l.vector(&n("attn_q_norm.weight"), c.head_dim)?)
                 } else {
@@ -222,8 +271,14 @@ impl Weights {
                     None
                 },
                 ffn_norm: l.vector(&n("ffn_norm.weight"), c.n_embd)?,
-                gate: l.matrix(&n("ffn_gate.weight"), c.n_embd, c.n_ff)?,
-                up: l.matrix(&n("ffn_up.weight"), c.n_embd, c.n_ff)?,
+                gate_up: l.stacked(
+                    &n("ffn_gate_up"),
+                    &[
+                        (&n("ffn_gate.weight"), c.n_ff),
+                        (&n("ffn_up.weight"), c.n_ff),
+                    ],
+                    c.n_embd,
+                )?,
                 down: l.matrix(&n("ffn_down.weight"), c.n_ff, c.n_embd)?,
                 post_ffn_norm: if c.post_norms {
                     Some(l.vector(&n("post_ffw_norm.weight"), c.n_embd)?)
