@@ -2,7 +2,8 @@
 //! time, so every variant can be listed, validated by naga without a GPU, and tested.
 //!
 //! A kernel file may start with directive comments:
-//! - `// tandem:include common/x.wgsl`: prepend a helper file (include-only helpers live in common/).
+//! - `// tandem:include common/x.wgsl`: prepend a helper file (include-only helpers live in common/;
+//!   a helper may include others the same way; each file is included once).
 //! - `// tandem:per-qtype`: build one variant per GGML weight type, named `<stem>_<qtype>`, each with
 //!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`).
 //!
@@ -11,7 +12,30 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-const QTYPES: &[&str] = &["f32", "q4_1", "q8_0"];
+const QTYPES: &[&str] = &[
+    "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k",
+];
+
+/// The `// tandem:include` paths of a file.
+fn includes_of(wgsl: &Path, file: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("// tandem:include "))
+        .map(|inc| wgsl.join(inc.trim()))
+        .collect()
+}
+
+/// `files` with every nested include placed before its includer, each once.
+fn resolve(wgsl: &Path, files: &[PathBuf], out: &mut Vec<PathBuf>) {
+    for f in files {
+        if out.contains(f) {
+            continue;
+        }
+        assert!(f.exists(), "missing include {}", f.display());
+        resolve(wgsl, &includes_of(wgsl, f), out);
+        out.push(f.clone());
+    }
+}
 
 fn main() {
     let wgsl = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wgsl");
@@ -54,7 +78,9 @@ fn main() {
         } else {
             vec![(stem.clone(), includes.clone())]
         };
-        for (name, incs) in variants {
+        for (name, direct) in variants {
+            let mut incs = Vec::new();
+            resolve(&wgsl, &direct, &mut incs);
             let mut parts = String::new();
             for inc in &incs {
                 assert!(
