@@ -3,6 +3,8 @@
 
 mod oneshot;
 pub mod shaders;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -163,9 +165,10 @@ impl Gpu {
         Ok(())
     }
 
-    /// A storage buffer of `size` bytes (rounded up to 4), zero-initialised.
+    /// A storage buffer of `size` bytes (rounded up to 4, at least 16 so it can stand in for any
+    /// optional vec4 binding), zero-initialised.
     pub fn storage(&self, label: &str, size: u64) -> Result<wgpu::Buffer> {
-        let size = size.max(4).next_multiple_of(4);
+        let size = size.max(16).next_multiple_of(4);
         self.check_size(label, size)?;
         Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),

@@ -9,6 +9,9 @@ use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::quant::GgmlType;
 use crate::Result;
 
+#[cfg(test)]
+mod tests;
+
 /// The shape of one forward pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepInfo {

@@ -141,3 +141,9 @@ impl fmt::Display for GgmlType {
 
 mod repack;
 pub use repack::{gpu_bytes, repack_for_gpu};
+
+mod dequant;
+pub use dequant::dequantize;
+
+#[cfg(test)]
+pub(crate) mod tests;

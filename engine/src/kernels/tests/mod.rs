@@ -29,7 +29,14 @@ pub fn random_f32(seed: u64, n: usize, scale: f32) -> Vec<f32> {
 /// Compares `got` with `want` by normalised mean squared error and max absolute error; the panic
 /// names the kernel, the shape and the first index past `max_abs`.
 #[track_caller]
-pub fn assert_close(kernel: &str, shape: &str, got: &[f32], want: &[f32], nmse_tol: f64, max_abs: f32) {
+pub fn assert_close(
+    kernel: &str,
+    shape: &str,
+    got: &[f32],
+    want: &[f32],
+    nmse_tol: f64,
+    max_abs: f32,
+) {
     assert_eq!(got.len(), want.len(), "{kernel} {shape}: length");
     let (mut err, mut norm) = (0.0f64, 0.0f64);
     for (g, w) in got.iter().zip(want) {
@@ -46,4 +53,48 @@ pub fn assert_close(kernel: &str, shape: &str, got: &[f32], want: &[f32], nmse_t
         "{kernel} {shape}: nmse {nmse:.3e} (tol {nmse_tol:.0e}); first index off by more than {max_abs}: {:?}",
         bad.map(|i| (i, got[i], want[i]))
     );
+}
+
+mod mat;
+
+use super::{Dispatch, StepInfo, StepUniform};
+
+/// Records `dispatches` for the pass shape `step` in one compute pass and waits for them.
+pub fn run_dispatches(
+    gpu: &Gpu,
+    dispatches: &[&Dispatch],
+    step: StepInfo,
+    step_buf: &wgpu::Buffer,
+) {
+    gpu.queue
+        .write_buffer(step_buf, 0, bytemuck::bytes_of(&StepUniform::from(step)));
+    let mut encoder = gpu.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        for d in dispatches {
+            d.record(&mut pass, &step);
+        }
+    }
+    gpu.queue.submit([encoder.finish()]);
+    gpu.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("GPU work finishes");
+    gpu.check_lost().expect("no GPU error");
+}
+
+/// A step uniform buffer for tests.
+pub fn step_buffer(gpu: &Gpu) -> wgpu::Buffer {
+    gpu.uniform(
+        "step",
+        &StepUniform {
+            n_tokens: 0,
+            pos: 0,
+            n_out: 0,
+            out_row0: 0,
+        },
+    )
+}
+
+pub fn read(gpu: &Gpu, b: &wgpu::Buffer, n: usize) -> Vec<f32> {
+    pollster::block_on(gpu.read_f32(b, 0, n)).unwrap()
 }

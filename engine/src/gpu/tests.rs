@@ -1,0 +1,42 @@
+//! Every kernel variant parses and validates with naga without a GPU, under the portable
+//! capabilities (no shader-f16, no subgroups): the set every WebGPU adapter runs. Core WGSL's
+//! pack/unpack2x16float is naga's SHADER_FLOAT16_IN_FLOAT32, which wgpu grants on every
+//! WebGPU-conformant adapter.
+
+use super::shaders::SHADERS;
+
+#[test]
+fn every_variant_validates_with_naga() {
+    assert!(
+        SHADERS.len() >= 11 * 4,
+        "the per-type variants are all there"
+    );
+    for (name, source) in SHADERS {
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+    }
+}
+
+#[test]
+fn every_variant_stays_within_browser_limits() {
+    // WebGPU's defaults in browsers here: 10 storage buffers per stage, 256 invocations.
+    for (name, source) in SHADERS {
+        let storage = source.matches("var<storage").count();
+        assert!(storage <= 10, "{name}: {storage} storage buffers");
+        let module = naga::front::wgsl::parse_str(source).unwrap();
+        for ep in &module.entry_points {
+            let [x, y, z] = ep.workgroup_size;
+            // Override-sized workgroups report 0 here; their defaults are checked in the source.
+            assert!(
+                x.max(1) * y.max(1) * z.max(1) <= 256,
+                "{name}: workgroup {x}x{y}x{z}"
+            );
+        }
+    }
+}
