@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tandem_engine::gguf::Gguf;
 use tandem_engine::gpu::{Gpu, GpuOptions};
 use tandem_engine::model::{Model, Session, SessionOptions};
+use tandem_engine::sampling::Sampler;
 use tandem_engine::Error;
 
 fn tiny() -> Vec<u8> {
@@ -40,7 +41,7 @@ fn prompt_longer_than_context() {
     let m = model(&tiny());
     let mut s = pollster::block_on(Session::new(m, SessionOptions { ctx: 16, ubatch: 8 })).unwrap();
     let prompt: Vec<u32> = (3..23).collect();
-    match pollster::block_on(s.prefill_greedy(&prompt)) {
+    match pollster::block_on(s.prefill(&prompt, &mut Sampler::greedy())) {
         Err(Error::ContextOverflow {
             tokens: 20,
             context: 16,
@@ -49,13 +50,13 @@ fn prompt_longer_than_context() {
     }
     // Nothing was fed: the session still works.
     assert_eq!(s.pos(), 0);
-    pollster::block_on(s.prefill_greedy(&prompt[..10])).unwrap();
+    pollster::block_on(s.prefill(&prompt[..10], &mut Sampler::greedy())).unwrap();
     // Decoding past the end of the context is refused too (16 positions: 10 + 6 decoded).
     for _ in 0..6 {
-        pollster::block_on(s.decode_greedy()).unwrap();
+        pollster::block_on(s.decode(&mut Sampler::greedy())).unwrap();
     }
     assert!(matches!(
-        pollster::block_on(s.decode_greedy()),
+        pollster::block_on(s.decode(&mut Sampler::greedy())),
         Err(Error::ContextOverflow { .. })
     ));
 }
@@ -65,7 +66,7 @@ fn token_outside_vocabulary() {
     let m = model(&tiny());
     let n_vocab = m.config.n_vocab;
     let mut s = pollster::block_on(Session::new(m, SessionOptions { ctx: 16, ubatch: 8 })).unwrap();
-    let err = pollster::block_on(s.prefill_greedy(&[1, n_vocab])).unwrap_err();
+    let err = pollster::block_on(s.prefill(&[1, n_vocab], &mut Sampler::greedy())).unwrap_err();
     assert!(err.to_string().contains("outside the vocabulary"), "{err}");
 }
 

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tandem_engine::gguf::{Gguf, MmapSource};
 use tandem_engine::gpu::{Gpu, GpuOptions};
 use tandem_engine::model::{perplexity, Model, Session, SessionOptions};
+use tandem_engine::sampling::Sampler;
 use tandem_engine::tokenizer::Tokenizer;
 
 fn repo() -> PathBuf {
@@ -99,9 +100,9 @@ fn check_golden(file: &str, tol: Tolerance) {
             .take_while(|(_, m)| **m >= 1e-3)
             .count();
         s.truncate(0);
-        let mut got = vec![pollster::block_on(s.prefill_greedy(&prompt)).unwrap()];
+        let mut got = vec![pollster::block_on(s.prefill(&prompt, &mut Sampler::greedy())).unwrap()];
         while got.len() < n {
-            got.push(pollster::block_on(s.decode_greedy()).unwrap());
+            got.push(pollster::block_on(s.decode(&mut Sampler::greedy())).unwrap());
         }
         assert_eq!(got[..n], want[..n], "{file} {name}: greedy tokens");
         eprintln!("{file} {name}: logits within {worst:.2e}, {n} greedy tokens identical");

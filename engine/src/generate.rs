@@ -2,6 +2,7 @@
 //! the token budget or the context runs out, streaming text as it forms.
 
 use crate::model::Session;
+use crate::sampling::{Sampler, SamplerParams};
 use crate::tokenizer::{TextStream, Tokenizer};
 use crate::Result;
 
@@ -10,6 +11,7 @@ pub struct GenerateOptions {
     pub max_tokens: usize,
     /// Stop at the model's end-of-generation tokens (EOS, end of turn).
     pub stop_at_eog: bool,
+    pub sampling: SamplerParams,
 }
 
 impl Default for GenerateOptions {
@@ -17,6 +19,7 @@ impl Default for GenerateOptions {
         GenerateOptions {
             max_tokens: 256,
             stop_at_eog: true,
+            sampling: SamplerParams::default(),
         }
     }
 }
@@ -72,8 +75,9 @@ pub async fn generate(
     let fresh = session.reuse_prefix(prompt);
     out.prefilled = fresh.len();
     let mut stream = TextStream::new();
+    let mut sampler = Sampler::new(opts.sampling.clone());
     let t0 = crate::platform::now_seconds();
-    let mut id = session.prefill_greedy(fresh).await?;
+    let mut id = session.prefill(fresh, &mut sampler).await?;
     out.prefill_seconds = crate::platform::now_seconds() - t0;
     let t1 = crate::platform::now_seconds();
     loop {
@@ -95,7 +99,7 @@ pub async fn generate(
             out.stop = StopReason::ContextFull;
             break;
         }
-        id = session.decode_greedy().await?;
+        id = session.decode(&mut sampler).await?;
     }
     let rest = stream.finish();
     if !rest.is_empty() {

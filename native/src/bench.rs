@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use clap::Args;
 use serde_json::json;
 use tandem_engine::platform::now_seconds;
+use tandem_engine::sampling::Sampler;
 use tandem_engine::Result;
 
 use crate::cli::ModelArgs;
@@ -66,17 +67,20 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let s = &mut l.session;
     // Warm up: compile every pipeline and touch every buffer once.
     s.truncate(0);
-    pollster::block_on(s.prefill_greedy(&prompt(usize::MAX, args.prompt_tokens.max(2), n_vocab)))?;
-    pollster::block_on(s.decode_greedy())?;
+    pollster::block_on(s.prefill(
+        &prompt(usize::MAX, args.prompt_tokens.max(2), n_vocab),
+        &mut Sampler::greedy(),
+    ))?;
+    pollster::block_on(s.decode(&mut Sampler::greedy()))?;
     let (mut prefill, mut decode) = (Vec::new(), Vec::new());
     for i in 0..args.prompts {
         s.truncate(0);
         let p = prompt(i, args.prompt_tokens, n_vocab);
         let t0 = now_seconds();
-        pollster::block_on(s.prefill_greedy(&p))?;
+        pollster::block_on(s.prefill(&p, &mut Sampler::greedy()))?;
         let t1 = now_seconds();
         for _ in 1..args.gen_tokens {
-            pollster::block_on(s.decode_greedy())?;
+            pollster::block_on(s.decode(&mut Sampler::greedy()))?;
         }
         let t2 = now_seconds();
         prefill.push(args.prompt_tokens as f64 / (t1 - t0));

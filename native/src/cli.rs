@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use tandem_engine::generate::{generate, GenerateOptions};
 use tandem_engine::model::{perplexity as measure_perplexity, Config};
+use tandem_engine::sampling::SamplerParams;
 use tandem_engine::tokenizer::ChatMessage;
 use tandem_engine::{Error, Result};
 
@@ -103,11 +104,44 @@ pub struct ChatArgs {
 #[derive(Args, Clone)]
 pub struct SamplingArgs {
     /// Sampling temperature; 0 is greedy (argmax) decoding
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, visible_alias = "temp", default_value_t = 0.8)]
     pub temperature: f32,
-    /// Random seed for sampling
+    /// Keep the K most likely tokens (0: off; the GPU sampler keeps at most 64)
+    #[arg(long, default_value_t = 40)]
+    pub top_k: u32,
+    /// Keep the most likely tokens whose probabilities add up to P (1: off)
+    #[arg(long, default_value_t = 0.95)]
+    pub top_p: f32,
+    /// Drop tokens less likely than P times the most likely one (0: off)
+    #[arg(long, default_value_t = 0.05)]
+    pub min_p: f32,
+    /// Penalise tokens among the last --repeat-last-n (1: off)
+    #[arg(long, default_value_t = 1.0)]
+    pub repeat_penalty: f32,
+    /// How many recent tokens the repetition penalty looks at (at most 256)
+    #[arg(long, default_value_t = 64)]
+    pub repeat_last_n: u32,
+    /// Random seed [default: from the clock]
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+impl SamplingArgs {
+    fn params(&self) -> SamplerParams {
+        SamplerParams {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: self.repeat_last_n,
+            seed: self.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            }),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -137,15 +171,6 @@ pub struct InfoArgs {
     pub tensors: bool,
 }
 
-fn check_sampling(s: &SamplingArgs) -> Result<()> {
-    if s.temperature > 0.0 {
-        return Err(Error::InvalidArgument(
-            "sampling with a temperature is not available yet; use --temperature 0".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// The prompt's token ids: raw text (BOS where the model asks for it), or a chat turn.
 fn prompt_tokens(l: &Loaded, messages: &[ChatMessage], raw: Option<&str>) -> Result<Vec<u32>> {
     match raw {
@@ -163,7 +188,6 @@ fn prompt_tokens(l: &Loaded, messages: &[ChatMessage], raw: Option<&str>) -> Res
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
-    check_sampling(&args.sampling)?;
     let mut l = load::load(&args.model)?;
     let tokens = if args.chat {
         let mut messages = Vec::new();
@@ -178,6 +202,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let opts = GenerateOptions {
         max_tokens: args.max_tokens,
         stop_at_eog: !args.ignore_eos,
+        sampling: args.sampling.params(),
     };
     let mut stdout = std::io::stdout();
     let streaming = !args.json;
@@ -221,7 +246,6 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 pub fn chat(args: ChatArgs) -> Result<()> {
-    check_sampling(&args.sampling)?;
     let mut l = load::load(&args.model)?;
     let mut messages = Vec::new();
     if let Some(s) = &args.system {
@@ -260,6 +284,7 @@ pub fn chat(args: ChatArgs) -> Result<()> {
         let opts = GenerateOptions {
             max_tokens: args.max_tokens,
             stop_at_eog: true,
+            sampling: args.sampling.params(),
         };
         let g = pollster::block_on(generate(
             &mut l.session,

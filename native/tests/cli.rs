@@ -102,3 +102,42 @@ fn default_model_answers_the_capital_of_france() {
         "The capital of France is Paris."
     );
 }
+
+#[test]
+fn sampling_is_reproducible_with_a_seed() {
+    let model = fixture("tiny-llama.gguf");
+    let m = model.to_str().unwrap();
+    let run = |seed: &str| {
+        let out = tandem(&[
+            "run",
+            "-q",
+            "-m",
+            m,
+            "-p",
+            "the",
+            "-n",
+            "12",
+            "--ignore-eos",
+            "--json",
+            "--temperature",
+            "1.5",
+            "--top-k",
+            "0",
+            "--top-p",
+            "1",
+            "--min-p",
+            "0",
+            "--seed",
+            seed,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["tokens"].clone()
+    };
+    assert_eq!(run("42"), run("42"));
+    assert_ne!(run("42"), run("43"));
+}

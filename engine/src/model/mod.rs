@@ -21,6 +21,7 @@ use crate::kernels::{
     self, AttnOpts, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo, StepUniform,
     When,
 };
+use crate::sampling::Sampler;
 use crate::{Error, Result};
 
 pub struct Model {
@@ -93,6 +94,7 @@ pub struct Session {
     _kv: Vec<(wgpu::Buffer, wgpu::Buffer)>,
     forward: Vec<Dispatch>,
     greedy: Dispatch,
+    sample: kernels::SampleKernels,
     staging: wgpu::Buffer,
     /// Tokens in the KV cache.
     pos: u32,
@@ -178,6 +180,7 @@ impl Session {
         }
         let forward = record_forward(gpu, &model, &act, &kv, opts.ctx)?;
         let greedy = kernels::argmax(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
+        let sample = kernels::sample(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("token readback"),
             size: 4,
@@ -192,6 +195,7 @@ impl Session {
             _kv: kv,
             forward,
             greedy,
+            sample,
             staging,
             pos: 0,
             history: Vec::new(),
@@ -261,10 +265,16 @@ impl Session {
         Ok(())
     }
 
-    /// Records and submits one forward pass over `tokens` (at most `ubatch`), keeping logits for
-    /// the last `n_out`; with `greedy`, also the argmax of the last row into the token buffer and
-    /// its copy into the readback buffer.
-    fn pass(&mut self, tokens: Option<&[u32]>, n_tokens: u32, n_out: u32, greedy: bool) {
+    /// Records and submits one forward pass over `tokens` (at most `ubatch`; `None`: the token
+    /// sampled last, already on the GPU), keeping logits for the last `n_out`; with a sampler,
+    /// also samples from the last row into the token buffer and copies the id for readback.
+    fn pass(
+        &mut self,
+        tokens: Option<&[u32]>,
+        n_tokens: u32,
+        n_out: u32,
+        mut sampler: Option<&mut Sampler>,
+    ) {
         let gpu = &self.model.gpu;
         match tokens {
             Some(t) => {
@@ -282,17 +292,31 @@ impl Session {
         };
         gpu.queue
             .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        if let Some(sm) = sampler.as_deref_mut() {
+            if !sm.params.is_greedy() {
+                let u = sm.next_uniform();
+                self.sample.prepare(gpu, &sm.params, &self.history, u);
+            }
+        }
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             for d in &self.forward {
                 d.record(&mut pass, &s);
             }
-            if greedy {
-                self.greedy.record(&mut pass, &s);
+            match &sampler {
+                Some(sm) if sm.params.is_greedy() => {
+                    self.greedy.record(&mut pass, &s);
+                }
+                Some(_) => {
+                    for d in &self.sample.dispatches {
+                        d.record(&mut pass, &s);
+                    }
+                }
+                None => {}
             }
         }
-        if greedy {
+        if sampler.is_some() {
             encoder.copy_buffer_to_buffer(&self.act.tokens, 0, &self.staging, 0, 4);
         }
         gpu.queue.submit([encoder.finish()]);
@@ -319,15 +343,15 @@ impl Session {
         }
         for (i, chunk) in chunks.iter().enumerate() {
             let out = if i == last { n_out } else { 0 };
-            self.pass(Some(chunk), chunk.len() as u32, out, false);
+            self.pass(Some(chunk), chunk.len() as u32, out, None);
         }
         let n = n_out as usize * self.model.config.n_vocab as usize;
         let gpu = self.model.gpu.clone();
         gpu.read_f32(&self.act.logits, 0, n).await
     }
 
-    /// Feeds the prompt and returns the greedy next token.
-    pub async fn prefill_greedy(&mut self, tokens: &[u32]) -> Result<u32> {
+    /// Feeds the prompt and returns the sampled next token.
+    pub async fn prefill(&mut self, tokens: &[u32], sampler: &mut Sampler) -> Result<u32> {
         self.check_tokens(tokens)?;
         if tokens.is_empty() {
             return Err(Error::InvalidArgument("the prompt is empty".into()));
@@ -335,21 +359,24 @@ impl Session {
         let chunks: Vec<&[u32]> = tokens.chunks(self.opts.ubatch as usize).collect();
         let last = chunks.len() - 1;
         for (i, chunk) in chunks.iter().enumerate() {
-            let out = (i == last) as u32;
-            self.pass(Some(chunk), chunk.len() as u32, out, i == last);
+            if i == last {
+                self.pass(Some(chunk), chunk.len() as u32, 1, Some(&mut *sampler));
+            } else {
+                self.pass(Some(chunk), chunk.len() as u32, 0, None);
+            }
         }
         self.read_token().await
     }
 
     /// Decodes one token: the input is the token the last pass sampled (still on the GPU).
-    pub async fn decode_greedy(&mut self) -> Result<u32> {
+    pub async fn decode(&mut self, sampler: &mut Sampler) -> Result<u32> {
         self.check_tokens(&[0])?;
         if self.sampled.is_none() {
             return Err(Error::InvalidArgument(
                 "decode needs a sampled token first".into(),
             ));
         }
-        self.pass(None, 1, 1, true);
+        self.pass(None, 1, 1, Some(sampler));
         self.read_token().await
     }
 

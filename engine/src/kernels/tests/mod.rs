@@ -56,6 +56,7 @@ pub fn assert_close(
 }
 
 mod mat;
+mod sample;
 
 use super::{Dispatch, StepInfo, StepUniform};
 
