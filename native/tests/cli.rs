@@ -141,3 +141,34 @@ fn sampling_is_reproducible_with_a_seed() {
     assert_eq!(run("42"), run("42"));
     assert_ne!(run("42"), run("43"));
 }
+
+#[test]
+fn chat_keeps_the_conversation() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["chat", "-q", "--temperature", "0", "-n", "24"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"What is the capital of France?\nAnd of Germany?\n/exit\n")
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let answers: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(answers[0].contains("Paris"), "{text}");
+    assert!(
+        answers.iter().skip(1).any(|a| a.contains("Berlin")),
+        "{text}"
+    );
+}
