@@ -42,6 +42,8 @@ pub enum StopReason {
     EndOfGeneration,
     MaxTokens,
     ContextFull,
+    /// The caller asked to stop (a stop string, an abort).
+    Stopped,
 }
 
 impl Generation {
@@ -71,6 +73,22 @@ pub async fn generate(
     opts: &GenerateOptions,
     mut on_text: impl FnMut(&str),
 ) -> Result<Generation> {
+    generate_until(session, tokenizer, prompt, opts, |t| {
+        on_text(t);
+        true
+    })
+    .await
+}
+
+/// [`generate`] whose `on_text` returns whether to go on: `false` stops with
+/// [`StopReason::Stopped`] (a stop string was seen, the user pressed stop).
+pub async fn generate_until(
+    session: &mut Session,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    opts: &GenerateOptions,
+    mut on_text: impl FnMut(&str) -> bool,
+) -> Result<Generation> {
     let mut out = Generation::default();
     let fresh = session.reuse_prefix(prompt);
     out.prefilled = fresh.len();
@@ -88,8 +106,11 @@ pub async fn generate(
         }
         let piece = stream.push(tokenizer, id);
         if !piece.is_empty() {
-            on_text(&piece);
             out.text.push_str(&piece);
+            if !on_text(&piece) {
+                out.stop = StopReason::Stopped;
+                break;
+            }
         }
         if out.tokens.len() >= opts.max_tokens {
             out.stop = StopReason::MaxTokens;
@@ -102,7 +123,7 @@ pub async fn generate(
         id = session.decode(&mut sampler).await?;
     }
     let rest = stream.finish();
-    if !rest.is_empty() {
+    if !rest.is_empty() && out.stop != StopReason::Stopped {
         on_text(&rest);
         out.text.push_str(&rest);
     }

@@ -22,3 +22,47 @@ pub fn now_seconds() -> f64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs_f64()
 }
+
+/// Seconds since an arbitrary origin: `performance.now()` where the global scope has it (window,
+/// worker, Node), else `Date.now()`.
+#[cfg(target_arch = "wasm32")]
+pub fn now_seconds() -> f64 {
+    use js_sys::{Function, Reflect};
+    let global = js_sys::global();
+    let perf = Reflect::get(&global, &"performance".into()).ok();
+    if let Some(perf) = perf.filter(|p| p.is_object()) {
+        if let Ok(now) = Reflect::get(&perf, &"now".into()) {
+            if let Some(f) = now.dyn_ref::<Function>() {
+                if let Some(ms) = f.call0(&perf).ok().and_then(|v| v.as_f64()) {
+                    return ms / 1000.0;
+                }
+            }
+        }
+    }
+    js_sys::Date::now() / 1000.0
+}
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen::JsCast;
+
+/// Waits for `future` on this thread: natively by blocking, which the browser cannot do (there,
+/// callers `.await` instead).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    pollster::block_on(future)
+}
+
+/// Seconds since 1970-01-01 UTC by the wall clock, where there is one.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn unix_seconds() -> Option<f64> {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    Some(d.as_secs_f64())
+}
+
+/// Seconds since 1970-01-01 UTC by the wall clock (`Date.now()`).
+#[cfg(target_arch = "wasm32")]
+pub fn unix_seconds() -> Option<f64> {
+    Some(js_sys::Date::now() / 1000.0)
+}

@@ -340,6 +340,33 @@ impl Gpu {
         Ok(value)
     }
 
+    /// [`Gpu::scoped`] for work that awaits (a weight upload fed by a download).
+    pub async fn scoped_async<T>(
+        &self,
+        what: &str,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = work.await;
+        let validation = validation.pop().await;
+        let oom = oom.pop().await;
+        let value = result?;
+        if let Some(e) = oom {
+            return Err(Error::Gpu(format!("{what}: out of GPU memory: {e}")));
+        }
+        if let Some(e) = validation {
+            return Err(Error::Gpu(format!("{what}: {e}")));
+        }
+        self.check_lost()?;
+        Ok(value)
+    }
+
+    /// Compute pipelines created so far (load progress counts them).
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.lock().unwrap().len()
+    }
+
     /// Copies `size` bytes of `buffer` from `offset` back to the host.
     pub async fn read(&self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>> {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {

@@ -7,12 +7,14 @@
 
 mod config;
 mod perplexity;
+mod source;
 mod weights;
 
 use std::sync::Arc;
 
 pub use config::{Arch, Config, SlidingWindow};
 pub use perplexity::{perplexity, Perplexity};
+pub use source::{read_header, ChunkReader, FileOrderStream, SliceTensors, TensorBytes};
 pub use weights::{LoadProgress, Weights};
 
 use crate::gguf::{ByteSource, Gguf};
@@ -31,24 +33,70 @@ pub struct Model {
 }
 
 impl Model {
-    /// Uploads the model's weights; `progress` hears of every tensor.
+    /// Uploads the model's weights from a random-access source (a memory-mapped file, a buffer);
+    /// `progress` hears of every tensor.
     pub async fn load(
         gpu: Arc<Gpu>,
         g: &Gguf,
         src: &dyn ByteSource,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Model> {
-        let config = Config::from_gguf(g)?;
+        Model::load_from(gpu, g, &mut SliceTensors(src), progress).await
+    }
+
+    /// Uploads the model's weights from any [`TensorBytes`] source: a file, a `Blob`, or a download
+    /// arriving in file order ([`FileOrderStream`]), each tensor uploaded as its bytes arrive.
+    pub async fn load_from<S: TensorBytes>(
+        gpu: Arc<Gpu>,
+        g: &Gguf,
+        src: &mut S,
+        progress: &mut dyn FnMut(LoadProgress),
+    ) -> Result<Model> {
+        let config = Model::check(&gpu, g)?;
         let weights = gpu
-            .scoped("uploading the weights", || {
-                Weights::load(&gpu, g, src, &config, progress)
-            })
+            .scoped_async(
+                "uploading the weights",
+                Weights::load(&gpu, g, src, &config, progress),
+            )
             .await?;
         Ok(Model {
             gpu,
             config,
             weights,
         })
+    }
+}
+
+impl Model {
+    /// Whether `gpu` can run the model described by the header `g`, before any tensor data is
+    /// read (in a browser: before gigabytes are downloaded). Checks the architecture, every
+    /// tensor's type, and that one row of every matrix fits a storage binding; returns the config.
+    pub fn check(gpu: &Gpu, g: &Gguf) -> Result<Config> {
+        let config = Config::from_gguf(g)?;
+        for t in &g.tensors {
+            if !t.ty.gpu_supported() {
+                return Err(Error::UnsupportedTensorType {
+                    name: t.name.clone(),
+                    ty: t.ty.name(),
+                });
+            }
+            if t.dims.len() >= 2 {
+                let row = crate::quant::gpu_bytes(t.ty, t.dims[0]).unwrap_or(t.n_bytes);
+                if row > gpu.max_binding() {
+                    return Err(Error::Limits {
+                        what: format!("a storage binding for one row of {}", t.name),
+                        need: row,
+                        have: gpu.max_binding(),
+                    });
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    /// Bytes of tensor data the model uploads.
+    pub fn weight_bytes(g: &Gguf) -> u64 {
+        g.tensors.iter().map(|t| t.n_bytes).sum()
     }
 }
 

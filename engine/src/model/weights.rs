@@ -1,13 +1,14 @@
 //! Uploading a GGUF's tensors to GPU buffers in their quantized formats, split by rows where a
 //! tensor exceeds the adapter's largest storage binding.
 
-use crate::gguf::{ByteSource, Gguf, TensorInfo};
+use crate::gguf::{Gguf, TensorInfo};
 use crate::gpu::Gpu;
 use crate::kernels::{GpuWeight, WeightChunk};
 use crate::quant::{gpu_bytes, repack_for_gpu, GgmlType};
 use crate::{Error, Result};
 
 use super::config::Config;
+use super::source::TensorBytes;
 
 pub struct Layer {
     pub attn_norm: wgpu::Buffer,
@@ -34,23 +35,28 @@ pub struct Weights {
     pub output: Option<GpuWeight>,
 }
 
-/// Load progress, in bytes of tensor data.
-#[derive(Clone, Copy, Debug)]
+/// Load progress: bytes of tensor data uploaded, and tensors.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct LoadProgress {
     pub done: u64,
     pub total: u64,
+    pub tensors_done: usize,
+    pub tensors_total: usize,
+    /// File bytes received so far, for sources that stream (a download); `None` otherwise.
+    pub received: Option<u64>,
 }
 
-struct Loader<'a> {
+struct Loader<'a, S: TensorBytes> {
     gpu: &'a Gpu,
     g: &'a Gguf,
-    src: &'a dyn ByteSource,
+    src: &'a mut S,
     done: u64,
     total: u64,
+    tensors_done: usize,
     progress: &'a mut dyn FnMut(LoadProgress),
 }
 
-impl Loader<'_> {
+impl<S: TensorBytes> Loader<'_, S> {
     fn info(&self, name: &str) -> Result<&TensorInfo> {
         self.g
             .tensor(name)
@@ -59,21 +65,30 @@ impl Loader<'_> {
 
     fn advance(&mut self, t: &TensorInfo) {
         self.done += t.n_bytes;
+        self.tensors_done += 1;
         (self.progress)(LoadProgress {
             done: self.done,
             total: self.total,
+            tensors_done: self.tensors_done,
+            tensors_total: self.g.tensors.len(),
+            received: self.src.bytes_received(),
         });
     }
 
     /// A matrix of `rows` rows of `cols` elements (GGML dims [cols, rows]).
-    fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuWeight> {
-        self.stacked(name, &[(name, rows)], cols)
+    async fn matrix(&mut self, name: &str, cols: u32, rows: u32) -> Result<GpuWeight> {
+        self.stacked(name, &[(name, rows)], cols).await
     }
 
     /// The matrices `parts` (name, rows), each of rows of `cols` elements, stacked by rows into
     /// one weight. Consecutive row ranges of one type share a GPU buffer up to the binding limit;
     /// a new type, or a part with an odd number of blocks after a paired type, starts a new one.
-    fn stacked(&mut self, label: &str, parts: &[(&str, u32)], cols: u32) -> Result<GpuWeight> {
+    async fn stacked(
+        &mut self,
+        label: &str,
+        parts: &[(&str, u32)],
+        cols: u32,
+    ) -> Result<GpuWeight> {
         if cols % 32 != 0 {
             return Err(Error::InvalidArgument(format!(
                 "{label}: rows of {cols} elements are not a multiple of 32"
@@ -120,7 +135,7 @@ impl Loader<'_> {
                     ty: t.ty.name(),
                 });
             }
-            let data = self.g.tensor_data(self.src, &t)?;
+            let data = self.src.tensor_bytes(self.g, &t).await?;
             let row_bytes = t.n_bytes / rows as u64;
             let row_gpu = gpu_bytes(t.ty, cols as u64).unwrap_or(row_bytes).max(1);
             // Even row counts per piece keep paired blocks inside one piece.
@@ -170,21 +185,21 @@ impl Loader<'_> {
     }
 
     /// A vector of `len` floats (norm weights, biases), converted to f32.
-    fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer> {
-        self.vectors(&[(name, len)])
+    async fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer> {
+        self.vectors(&[(name, len)]).await
     }
 
     /// Vectors (name, length) concatenated into one buffer of f32.
-    fn vectors(&mut self, parts: &[(&str, u32)]) -> Result<wgpu::Buffer> {
+    async fn vectors(&mut self, parts: &[(&str, u32)]) -> Result<wgpu::Buffer> {
         let mut all = Vec::new();
         for &(name, len) in parts {
-            all.extend(self.floats(name, len)?);
+            all.extend(self.floats(name, len).await?);
         }
         self.gpu
             .storage_init(parts[0].0, bytemuck::cast_slice(&all))
     }
 
-    fn floats(&mut self, name: &str, len: u32) -> Result<Vec<f32>> {
+    async fn floats(&mut self, name: &str, len: u32) -> Result<Vec<f32>> {
         let t = self.info(name)?.clone();
         if t.n_elements() != len as u64 {
             return Err(Error::TensorShape {
@@ -193,7 +208,7 @@ impl Loader<'_> {
                 expected: vec![len as u64],
             });
         }
-        let data = self.g.tensor_data(self.src, &t)?;
+        let data = self.src.tensor_bytes(self.g, &t).await?;
         let floats: Vec<f32> = match t.ty {
             GgmlType::F32 => bytemuck::pod_collect_to_vec(&data),
             GgmlType::F16 => data
@@ -217,10 +232,10 @@ impl Loader<'_> {
 }
 
 impl Weights {
-    pub fn load(
+    pub async fn load<S: TensorBytes>(
         gpu: &Gpu,
         g: &Gguf,
-        src: &dyn ByteSource,
+        src: &mut S,
         c: &Config,
         progress: &mut dyn FnMut(LoadProgress),
     ) -> Result<Weights> {
@@ -231,11 +246,12 @@ impl Weights {
             src,
             done: 0,
             total,
+            tensors_done: 0,
             progress,
         };
         let q_dim = c.n_head * c.head_dim;
         let kv_dim = c.n_kv_head * c.head_dim;
-        let token_embd = l.matrix("token_embd.weight", c.n_embd, c.n_vocab)?;
+        let token_embd = l.matrix("token_embd.weight", c.n_embd, c.n_vocab).await?;
         let mut layers = Vec::with_capacity(c.n_layer as usize);
         for i in 0..c.n_layer {
             let n = |s: &str| format!("blk.{i}.{s}");
@@ -243,53 +259,60 @@ impl Weights {
             let (bq, bk, bv) = (n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias"));
             let has_bias = c.qkv_bias || g.tensor(&bq).is_some();
             layers.push(Layer {
-                attn_norm: l.vector(&n("attn_norm.weight"), c.n_embd)?,
-                wqkv: l.stacked(
-                    &n("attn_qkv"),
-                    &[(&q, q_dim), (&k, kv_dim), (&v, kv_dim)],
-                    c.n_embd,
-                )?,
+                attn_norm: l.vector(&n("attn_norm.weight"), c.n_embd).await?,
+                wqkv: l
+                    .stacked(
+                        &n("attn_qkv"),
+                        &[(&q, q_dim), (&k, kv_dim), (&v, kv_dim)],
+                        c.n_embd,
+                    )
+                    .await?,
                 bqkv: if has_bias {
-                    Some(l.vectors(&[(&bq, q_dim), (&bk, kv_dim), (&bv, kv_dim)])?)
+                    Some(
+                        l.vectors(&[(&bq, q_dim), (&bk, kv_dim), (&bv, kv_dim)])
+                            .await?,
+                    )
                 } else {
                     None
                 },
                 q_norm: if c.qk_norm {
-                    Some(l.vector(&n("attn_q_norm.weight"), c.head_dim)?)
+                    Some(l.vector(&n("attn_q_norm.weight"), c.head_dim).await?)
                 } else {
                     None
                 },
                 k_norm: if c.qk_norm {
-                    Some(l.vector(&n("attn_k_norm.weight"), c.head_dim)?)
+                    Some(l.vector(&n("attn_k_norm.weight"), c.head_dim).await?)
                 } else {
                     None
                 },
-                wo: l.matrix(&n("attn_output.weight"), q_dim, c.n_embd)?,
+                wo: l.matrix(&n("attn_output.weight"), q_dim, c.n_embd).await?,
                 post_attn_norm: if c.post_norms {
-                    Some(l.vector(&n("post_attention_norm.weight"), c.n_embd)?)
+                    Some(l.vector(&n("post_attention_norm.weight"), c.n_embd).await?)
                 } else {
                     None
                 },
-                ffn_norm: l.vector(&n("ffn_norm.weight"), c.n_embd)?,
-                gate_up: l.stacked(
-                    &n("ffn_gate_up"),
-                    &[
-                        (&n("ffn_gate.weight"), c.n_ff),
-                        (&n("ffn_up.weight"), c.n_ff),
-                    ],
-                    c.n_embd,
-                )?,
-                down: l.matrix(&n("ffn_down.weight"), c.n_ff, c.n_embd)?,
+                ffn_norm: l.vector(&n("ffn_norm.weight"), c.n_embd).await?,
+                gate_up: l
+                    .stacked(
+                        &n("ffn_gate_up"),
+                        &[
+                            (&n("ffn_gate.weight"), c.n_ff),
+                            (&n("ffn_up.weight"), c.n_ff),
+                        ],
+                        c.n_embd,
+                    )
+                    .await?,
+                down: l.matrix(&n("ffn_down.weight"), c.n_ff, c.n_embd).await?,
                 post_ffn_norm: if c.post_norms {
-                    Some(l.vector(&n("post_ffw_norm.weight"), c.n_embd)?)
+                    Some(l.vector(&n("post_ffw_norm.weight"), c.n_embd).await?)
                 } else {
                     None
                 },
             });
         }
-        let output_norm = l.vector("output_norm.weight", c.n_embd)?;
+        let output_norm = l.vector("output_norm.weight", c.n_embd).await?;
         let output = if g.tensor("output.weight").is_some() {
-            Some(l.matrix("output.weight", c.n_embd, c.n_vocab)?)
+            Some(l.matrix("output.weight", c.n_embd, c.n_vocab).await?)
         } else {
             None
         };

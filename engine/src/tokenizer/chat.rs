@@ -209,16 +209,12 @@ fn py_json(
     Ok(())
 }
 
-/// Today's date (UTC) where the platform has a clock in std; a fixed date elsewhere (wasm32, where
-/// the caller should use [`ChatTemplate::with_date`]).
+/// Today's date (UTC) from the platform's wall clock; a fixed date where there is none.
 fn today() -> (i32, u32, u32) {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-            return civil_from_days((d.as_secs() / 86_400) as i64);
-        }
+    match crate::platform::unix_seconds() {
+        Some(s) => civil_from_days((s / 86_400.0).floor() as i64),
+        None => (2024, 7, 26),
     }
-    (2024, 7, 26)
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
