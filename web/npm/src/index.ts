@@ -1,0 +1,331 @@
+/**
+ * Tandem in the browser: `createEngine({ model, onProgress })`, then
+ * `engine.chat.completions.create({ messages, stream: true })` in the OpenAI shape. The engine (the
+ * same Rust engine and WGSL kernels as the native CLI, compiled to wasm) runs in a Web Worker.
+ */
+import { TandemError, toTandemError } from "./errors.js";
+import type { Reply, Request } from "./protocol.js";
+import type {
+  AdapterInfo,
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  CompletionUsage,
+  EngineOptions,
+  FinishReason,
+  LoadProgress,
+  ModelInfo,
+  ModelSource,
+} from "./types.js";
+
+export * from "./types.js";
+export { TandemError } from "./errors.js";
+
+export const CACHE_NAME = "tandem-models";
+
+type Listener = (r: Reply) => void;
+
+/** A channel to the engine: a worker, or the runtime on this thread. */
+interface Transport {
+  send(req: Request): void;
+  listeners: Map<number, Listener>;
+  close(): void;
+}
+
+function workerTransport(): Transport {
+  const w = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+  const listeners = new Map<number, Listener>();
+  w.onmessage = (ev: MessageEvent<Reply>) => listeners.get(ev.data.id)?.(ev.data);
+  w.onerror = (ev) => {
+    const msg = ev.message || "the engine's worker failed to start";
+    for (const [id, l] of listeners) l({ id, type: "error", code: "engine_error", message: msg });
+  };
+  return { send: (r) => w.postMessage(r), listeners, close: () => w.terminate() };
+}
+
+async function directTransport(): Promise<Transport> {
+  const { handle } = await import("./runtime.js");
+  const listeners = new Map<number, Listener>();
+  return {
+    send: (r) => void handle(r, (reply) => listeners.get(reply.id)?.(reply)),
+    listeners,
+    close: () => {},
+  };
+}
+
+let nextId = 1;
+
+type WithoutId<T> = T extends unknown ? Omit<T, "id"> : never;
+
+/** Sends `req` and resolves with its result; progress and tokens go to `on`. */
+function call<T>(t: Transport, req: WithoutId<Request>, on?: (r: Reply) => void): Promise<T> {
+  const id = nextId++;
+  return new Promise<T>((resolve, reject) => {
+    t.listeners.set(id, (r) => {
+      if (r.type === "result") {
+        t.listeners.delete(id);
+        resolve(r.value as T);
+      } else if (r.type === "error") {
+        t.listeners.delete(id);
+        reject(new TandemError(r.code, r.message));
+      } else on?.(r);
+    });
+    t.send({ ...req, id } as Request);
+  });
+}
+
+function stopList(stop: string | string[] | undefined): string[] {
+  return (Array.isArray(stop) ? stop : stop ? [stop] : []).filter((s) => s.length > 0);
+}
+
+/** An async queue: the producer pushes, the consumer iterates. */
+class Queue<T> implements AsyncIterable<T> {
+  private items: T[] = [];
+  private waiting: ((r: IteratorResult<T>) => void) | null = null;
+  private failed: unknown = null;
+  private done = false;
+  push(v: T) {
+    if (this.waiting) {
+      const w = this.waiting;
+      this.waiting = null;
+      w({ value: v, done: false });
+    } else this.items.push(v);
+  }
+  end(error?: unknown) {
+    this.done = true;
+    this.failed = error ?? null;
+    if (this.waiting) {
+      const w = this.waiting;
+      this.waiting = null;
+      if (error) this.reject?.(error);
+      else w({ value: undefined as never, done: true });
+    }
+  }
+  private reject: ((e: unknown) => void) | null = null;
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return {
+      next: () => {
+        if (this.items.length) return Promise.resolve({ value: this.items.shift()!, done: false });
+        if (this.done) return this.failed ? Promise.reject(this.failed) : Promise.resolve({ value: undefined as never, done: true });
+        return new Promise((resolve, reject) => {
+          this.waiting = resolve;
+          this.reject = reject;
+        });
+      },
+    };
+  }
+}
+
+export class Engine {
+  /** The adapter and the features in use (f16, subgroups). */
+  readonly adapter: AdapterInfo;
+  /** The loaded model, once loaded. */
+  model: ModelInfo | null = null;
+  private busy = false;
+
+  readonly chat = {
+    completions: {
+      create: ((req: ChatCompletionRequest, opts?: { signal?: AbortSignal }) =>
+        this.create(req, opts?.signal ?? req.signal)) as {
+        (req: ChatCompletionRequest & { stream: true }, opts?: { signal?: AbortSignal }): Promise<AsyncIterable<ChatCompletionChunk>>;
+        (req: ChatCompletionRequest & { stream?: false }, opts?: { signal?: AbortSignal }): Promise<ChatCompletion>;
+        (req: ChatCompletionRequest, opts?: { signal?: AbortSignal }): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+      },
+    },
+  };
+
+  /** @internal */
+  constructor(
+    private transport: Transport,
+    adapter: AdapterInfo,
+    private options: EngineOptions,
+  ) {
+    this.adapter = adapter;
+  }
+
+  /** Loads a model (a URL or a File/Blob), replacing the loaded one. */
+  async load(model: ModelSource, onProgress?: (p: LoadProgress) => void): Promise<ModelInfo> {
+    const src = model instanceof URL ? model.href : model;
+    this.model = null;
+    const info = await call<ModelInfo>(
+      this.transport,
+      { type: "load", model: src, cache: this.options.cache, context: this.options.context },
+      (r) => r.type === "progress" && onProgress?.(r.value as LoadProgress),
+    );
+    this.model = info;
+    return info;
+  }
+
+  /** Stops the running generation (its stream ends with finish_reason "abort"). */
+  async stop(): Promise<void> {
+    await call(this.transport, { type: "stop" });
+  }
+
+  /** Frees the model's GPU memory. */
+  async unload(): Promise<void> {
+    await call(this.transport, { type: "unload" });
+    this.model = null;
+  }
+
+  /** Ends the engine (and its worker). */
+  async dispose(): Promise<void> {
+    await this.unload().catch(() => {});
+    this.transport.close();
+  }
+
+  private async create(
+    req: ChatCompletionRequest,
+    signal?: AbortSignal,
+  ): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+    if (!this.model) throw new TandemError("no_model", "no model is loaded");
+    if (this.busy) throw new TandemError("busy", "one request at a time: wait for the running one or abort it");
+    if (!Array.isArray(req.messages) || req.messages.length === 0)
+      throw new TandemError("invalid_argument", "messages must be a non-empty array");
+    if (signal?.aborted) throw new TandemError("aborted", "the request was aborted");
+    const id = `chatcmpl-${Math.random().toString(36).slice(2, 14)}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = this.model.name;
+    const stops = stopList(req.stop);
+    const hold = stops.reduce((m, s) => Math.max(m, s.length - 1), 0);
+    const options = {
+      max_tokens: req.max_tokens ?? 256,
+      temperature: req.temperature ?? 0,
+      top_p: req.top_p ?? 1,
+      top_k: req.top_k ?? 0,
+      min_p: req.min_p ?? 0,
+      repeat_penalty: 1 + (req.frequency_penalty ?? 0),
+      seed: req.seed,
+    };
+    const chunk = (delta: ChatCompletionChunk["choices"][0]["delta"], finish: FinishReason | null, usage?: CompletionUsage): ChatCompletionChunk => ({
+      id,
+      object: "chat.completion.chunk",
+      created,
+      model,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+      ...(usage ? { usage } : {}),
+    });
+    const queue = new Queue<ChatCompletionChunk>();
+    // Text is emitted as it comes, but the last `hold` characters wait until no stop string can
+    // start in them.
+    let text = "";
+    let sent = 0;
+    let stopped = false;
+    let aborted = false;
+    const onAbort = () => {
+      aborted = true;
+      void this.stop();
+    };
+    signal?.addEventListener("abort", onAbort);
+    queue.push(chunk({ role: "assistant", content: "" }, null));
+    this.busy = true;
+    const done = call<Record<string, number | string>>(
+      this.transport,
+      { type: "chat", messages: req.messages.map((m) => ({ role: m.role, content: String(m.content) })), options },
+      (r) => {
+        if (r.type !== "token" || stopped) return;
+        text += r.value;
+        const at = stops.map((s) => text.indexOf(s, Math.max(0, sent - hold))).filter((i) => i >= 0);
+        if (at.length) {
+          text = text.slice(0, Math.min(...at));
+          stopped = true;
+          void this.stop();
+        }
+        const upto = stopped ? text.length : text.length - hold;
+        if (upto > sent) {
+          queue.push(chunk({ content: text.slice(sent, upto) }, null));
+          sent = upto;
+        }
+      },
+    )
+      .then((r) => {
+        if (!stopped && text.length > sent) queue.push(chunk({ content: text.slice(sent) }, null));
+        const finish: FinishReason = aborted ? "abort" : stopped ? "stop" : (r.finish_reason as FinishReason);
+        const usage: CompletionUsage = {
+          prompt_tokens: Number(r.prompt_tokens),
+          completion_tokens: Number(r.completion_tokens),
+          total_tokens: Number(r.prompt_tokens) + Number(r.completion_tokens),
+          extra: {
+            prefill_tokens_per_second: Number(r.prefill_tokens_per_second),
+            decode_tokens_per_second: Number(r.decode_tokens_per_second),
+            prefill_seconds: Number(r.prefill_seconds),
+            decode_seconds: Number(r.decode_seconds),
+            prefilled_tokens: Number(r.prefilled_tokens),
+          },
+        };
+        if (aborted) {
+          queue.end(new TandemError("aborted", "the request was aborted"));
+        } else {
+          queue.push(chunk({}, finish, usage));
+          queue.end();
+        }
+        return { finish, usage };
+      })
+      .catch((e) => {
+        queue.end(toTandemError(e));
+        throw toTandemError(e);
+      })
+      .finally(() => {
+        this.busy = false;
+        signal?.removeEventListener("abort", onAbort);
+      });
+    if (req.stream) {
+      done.catch(() => {});
+      return queue;
+    }
+    const { finish, usage } = await done;
+    if (aborted) throw new TandemError("aborted", "the request was aborted");
+    return {
+      id,
+      object: "chat.completion",
+      created,
+      model,
+      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: finish, logprobs: null }],
+      usage,
+    };
+  }
+}
+
+/**
+ * Opens the GPU (in a worker by default) and, if `model` is given, loads it. Throws a TandemError
+ * with code "no_webgpu" where the browser has no WebGPU.
+ */
+export async function createEngine(options: EngineOptions = {}): Promise<Engine> {
+  const nav = (globalThis as { navigator?: { gpu?: unknown } }).navigator;
+  if (!nav?.gpu) {
+    throw new TandemError(
+      "no_webgpu",
+      "this browser has no WebGPU (navigator.gpu is missing): use a recent Chrome, Edge or Safari, or Firefox with WebGPU enabled",
+    );
+  }
+  const useWorker = options.worker ?? typeof Worker !== "undefined";
+  const transport = useWorker ? workerTransport() : await directTransport();
+  let wasm = options.wasm;
+  if (wasm instanceof URL) wasm = wasm.href;
+  try {
+    const adapter = await call<AdapterInfo>(transport, { type: "init", portable: options.portable, wasm });
+    const engine = new Engine(transport, adapter, options);
+    if (options.model !== undefined) await engine.load(options.model, options.onProgress);
+    return engine;
+  } catch (e) {
+    transport.close();
+    throw toTandemError(e);
+  }
+}
+
+/** The models kept in the Cache API by earlier loads: URL and size in bytes. */
+export async function listCachedModels(): Promise<{ url: string; bytes: number }[]> {
+  if (typeof caches === "undefined") return [];
+  const cache = await caches.open(CACHE_NAME);
+  const out = [];
+  for (const req of await cache.keys()) {
+    const res = await cache.match(req);
+    out.push({ url: req.url, bytes: Number(res?.headers.get("content-length") ?? 0) });
+  }
+  return out;
+}
+
+/** Removes a model from the cache. */
+export async function deleteCachedModel(url: string): Promise<boolean> {
+  if (typeof caches === "undefined") return false;
+  return (await caches.open(CACHE_NAME)).delete(url);
+}

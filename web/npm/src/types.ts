@@ -1,0 +1,153 @@
+/** Public types of the Tandem npm package (OpenAI chat-completions shapes). */
+
+export type Role = "system" | "user" | "assistant";
+
+export interface ChatMessage {
+  role: Role;
+  content: string;
+}
+
+export interface ChatCompletionRequest {
+  messages: ChatMessage[];
+  stream?: boolean;
+  /** Most tokens to generate (default 256). */
+  max_tokens?: number;
+  /** 0 (default): greedy. */
+  temperature?: number;
+  top_p?: number;
+  /** Tandem extension: top-k (at most 64 are kept on the GPU). */
+  top_k?: number;
+  /** Tandem extension: min-p. */
+  min_p?: number;
+  /** Maps to the repetition penalty 1 + frequency_penalty (llama.cpp style). */
+  frequency_penalty?: number;
+  seed?: number;
+  /** Stop strings (the answer ends before the first one). */
+  stop?: string | string[];
+  /** Aborts the request; the stream then throws a TandemError with code "aborted". */
+  signal?: AbortSignal;
+  /** Ignored (one model is loaded); kept for compatibility with OpenAI client code. */
+  model?: string;
+}
+
+export type FinishReason = "stop" | "length" | "abort";
+
+export interface CompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** Tandem's speed figures for the request. */
+  extra: {
+    prefill_tokens_per_second: number;
+    decode_tokens_per_second: number;
+    prefill_seconds: number;
+    decode_seconds: number;
+    /** Prompt tokens actually run (the rest came from the cached prefix of the conversation). */
+    prefilled_tokens: number;
+  };
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: "chat.completion";
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: "assistant"; content: string };
+    finish_reason: FinishReason;
+    logprobs: null;
+  }[];
+  usage: CompletionUsage;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: "chat.completion.chunk";
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: "assistant"; content?: string };
+    finish_reason: FinishReason | null;
+    logprobs: null;
+  }[];
+  /** On the last chunk only. */
+  usage?: CompletionUsage;
+}
+
+/** Load progress. `phase` goes header -> tensors -> pipelines -> ready. */
+export interface LoadProgress {
+  phase: "download" | "header" | "tensors" | "pipelines" | "ready";
+  /** File bytes received (download and tensors phases). */
+  bytes?: number;
+  totalBytes?: number;
+  tensors?: number;
+  totalTensors?: number;
+  pipelines?: number;
+  /** Where the bytes come from. */
+  source?: "network" | "cache" | "file";
+  /** 0..1, the best estimate of the whole load. */
+  fraction: number;
+  [key: string]: unknown;
+}
+
+export interface AdapterInfo {
+  adapter: string;
+  vendor: number;
+  backend: string;
+  deviceType: string;
+  description: string;
+  features: { f16: boolean; subgroups: boolean; timestamps: boolean };
+  limits: Record<string, number>;
+}
+
+export interface ModelInfo {
+  name: string;
+  architecture: string;
+  context: number;
+  pipelines: number;
+  dispatchesPerToken: number;
+  weightBytes: number;
+  loadSeconds: number;
+  uploadSeconds: number;
+  pipelineSeconds: number;
+  source: "network" | "cache" | "file";
+}
+
+/** A model: a URL (fetched, streamed, and kept in the Cache API), or a File/Blob. */
+export type ModelSource = string | URL | Blob;
+
+export interface EngineOptions {
+  /** The model to load at once (optional: call engine.load later). */
+  model?: ModelSource;
+  onProgress?: (p: LoadProgress) => void;
+  /** Run the engine in a Web Worker (default true where Worker exists). */
+  worker?: boolean;
+  /** Keep fetched models in the Cache API and read them from there next time (default true). */
+  cache?: boolean;
+  /** KV-cache positions (default: the model's context, at most 2048). */
+  context?: number;
+  /** Only the kernels without f16 and subgroups (as on every WebGPU adapter). */
+  portable?: boolean;
+  /** Where the engine's .wasm is (default: next to this module); bytes are accepted too. */
+  wasm?: string | URL | BufferSource;
+}
+
+export type ErrorCode =
+  | "no_webgpu"
+  | "missing_feature"
+  | "model_too_large"
+  | "unsupported_model"
+  | "bad_gguf"
+  | "device_lost"
+  | "gpu_error"
+  | "network"
+  | "aborted"
+  | "busy"
+  | "no_model"
+  | "context_overflow"
+  | "template_error"
+  | "invalid_argument"
+  | "io"
+  | "engine_error";

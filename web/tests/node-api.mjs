@@ -1,0 +1,81 @@
+// The npm package's public API in Node, on Dawn's WebGPU (npm `webgpu`, SwiftShader here): load the
+// default model over HTTP, one streamed completion, one non-streamed, and the error cases.
+// Run after `npm --prefix web run build`: node web/tests/node-api.mjs
+import assert from "node:assert/strict";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { create, globals } from "webgpu";
+import { serve, DEFAULT_MODEL } from "./serve.mjs";
+
+process.env.VK_ICD_FILENAMES ??= "/usr/lib/chromium/vk_swiftshader_icd.json";
+Object.assign(globalThis, globals);
+globalThis.navigator = { gpu: create([]) };
+globalThis.Window = class {}; // wgpu looks for Window or WorkerGlobalScope
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const { createEngine, TandemError } = await import(resolve(root, "web/npm/dist/index.js"));
+const { server, url } = await serve(root);
+const t0 = performance.now();
+let failures = 0;
+const step = async (name, f) => {
+  try {
+    await f();
+    console.log(`ok   ${name} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  } catch (e) {
+    failures++;
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+  }
+};
+
+let engine;
+await step("createEngine loads the default model with progress", async () => {
+  const phases = new Set();
+  engine = await createEngine({ model: `${url}/models/${DEFAULT_MODEL}`, worker: false, onProgress: (p) => phases.add(p.phase) });
+  assert.ok(engine.adapter.adapter !== undefined);
+  assert.deepEqual([...phases], ["header", "tensors", "pipelines", "ready"]);
+  assert.equal(engine.model.name, DEFAULT_MODEL);
+});
+
+await step("a streamed completion in the OpenAI shape", async () => {
+  const stream = await engine.chat.completions.create({
+    messages: [{ role: "user", content: "What is the capital of France?" }],
+    stream: true,
+    max_tokens: 24,
+  });
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  assert.ok(chunks.every((c) => c.object === "chat.completion.chunk"));
+  const text = chunks.map((c) => c.choices[0].delta.content ?? "").join("");
+  const pieces = chunks.filter((c) => c.choices[0].delta.content).length;
+  assert.ok(pieces >= 2, `${pieces} content chunks`);
+  assert.match(text, /Paris/);
+  const last = chunks.at(-1);
+  assert.ok(["stop", "length"].includes(last.choices[0].finish_reason));
+  assert.ok(last.usage.completion_tokens > 0 && last.usage.prompt_tokens > 0);
+  console.log(`     ${JSON.stringify(text)}; prefill ${last.usage.extra.prefill_tokens_per_second.toFixed(1)} tok/s, decode ${last.usage.extra.decode_tokens_per_second.toFixed(1)} tok/s`);
+});
+
+await step("a completion with a stop string", async () => {
+  const r = await engine.chat.completions.create({
+    messages: [{ role: "user", content: "What is the capital of France?" }],
+    max_tokens: 24,
+    stop: ["Paris"],
+  });
+  assert.equal(r.object, "chat.completion");
+  assert.equal(r.choices[0].finish_reason, "stop");
+  assert.ok(!r.choices[0].message.content.includes("Paris"));
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+await step("a bad GGUF is a TandemError with code bad_gguf", async () => {
+  await assert.rejects(engine.load(`${url}/index.html`), (e) => e instanceof TandemError && e.code === "bad_gguf");
+});
+
+await step("a missing URL is a TandemError with code network", async () => {
+  await assert.rejects(engine.load(`${url}/models/nope.gguf`), (e) => e instanceof TandemError && e.code === "network");
+});
+
+await engine?.dispose();
+server.close();
+console.log(failures ? `${failures} failed` : "node API: all passed");
+process.exit(failures ? 1 : 0);
