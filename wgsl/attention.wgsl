@@ -3,13 +3,16 @@
 // out[t, h, :] = softmax(q[t, h] . K[kv(h), s] * scale) . V[kv(h), s] over the positions s the
 // query at position pos + t may see: causal (s <= pos + t) and, with a sliding window, within the
 // last `window` positions. Grouped-query attention maps head h to KV head h / (n_head / n_kv_head).
-// Work split: one workgroup per (head, token); the 128 threads take 128 keys per tile (one score
-// each), then fold the tile into an online softmax; thread i owns output dims i and i + 128.
+// Work split: grid (n_head, n_tokens, n_split). The visible range of each query is cut into
+// n_split equal parts ("flash decoding": a decode step has few heads, so the keys are spread over
+// workgroups too); each workgroup runs an online softmax over its part in tiles of 128 keys, one
+// score per thread, thread i owning output dims i and i + 128. With one split it writes `out`;
+// otherwise it writes (max, sum, unnormalised output) to `partial` for attention_combine.wgsl.
 
 struct Params {
     n_head: u32,
     n_kv_head: u32,
-    head_dim: u32,  // <= 256
+    head_dim: u32,  // a multiple of 4, <= 256
     ctx: u32,
     scale: f32,
     window: u32,    // 0: no sliding window
@@ -17,17 +20,18 @@ struct Params {
     q_stride: u32,  // floats between tokens in q (the QKV output's width)
 }
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;           // [n_tokens, q_stride], Q heads first
-@group(0) @binding(1) var<storage, read> k_cache: array<f32>;     // [n_kv_head, ctx, head_dim]
-@group(0) @binding(2) var<storage, read> v_cache: array<f32>;     // [n_kv_head, ctx, head_dim]
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;   // [n_tokens, n_head * head_dim]
-@group(0) @binding(4) var<uniform> p: Params;
-@group(0) @binding(5) var<uniform> step: Step;
+@group(0) @binding(0) var<storage, read> q: array<f32>;               // [n_tokens, q_stride], Q heads first
+@group(0) @binding(1) var<storage, read> k_cache: array<vec4<f32>>;   // [n_kv_head, ctx, head_dim]
+@group(0) @binding(2) var<storage, read> v_cache: array<f32>;         // [n_kv_head, ctx, head_dim]
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;       // [n_tokens, n_head * head_dim]
+@group(0) @binding(4) var<storage, read_write> partial: array<f32>;   // [n_tokens, n_head, n_split, head_dim + 2]
+@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> step: Step;
 
 const TILE: u32 = 128u;
 const NEG: f32 = -3.0e38;
 
-var<workgroup> qs: array<f32, 256>;
+var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> probs: array<f32, TILE>;
 var<workgroup> red: array<f32, TILE>;
 
@@ -56,38 +60,46 @@ fn reduce_sum(lid: u32) -> f32 {
 }
 
 @compute @workgroup_size(128)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
     let h = wg.x;
     let t = wg.y;
+    let split = wg.z;
+    let n_split = nwg.z;
     if (t >= step.n_tokens) {
         return;
     }
     let hd = p.head_dim;
+    let hd4 = hd / 4u;
     let kvh = h / (p.n_head / p.n_kv_head);
     let qpos = step.pos + t;
     let qi = t * p.q_stride + h * hd;
-    let qo = (t * p.n_head + h) * hd;
-    for (var i = lid; i < hd; i += TILE) {
-        qs[i] = q[qi + i] * p.scale;
+    for (var i = lid; i < hd4; i += TILE) {
+        qs[i] = vec4<f32>(q[qi + 4u * i], q[qi + 4u * i + 1u], q[qi + 4u * i + 2u], q[qi + 4u * i + 3u]) * p.scale;
     }
     workgroupBarrier();
-    var start = 0u;
+    // This query's visible range, and this split's part of it.
+    var first = 0u;
     if (p.window > 0u && qpos + 1u > p.window) {
-        start = qpos + 1u - p.window;
+        first = qpos + 1u - p.window;
     }
+    let len = qpos + 1u - first;
+    let part = (len + n_split - 1u) / n_split;
+    let begin = first + min(len, split * part);
+    let end = first + min(len, (split + 1u) * part);  // exclusive
     let kv0 = kvh * p.ctx * hd;
     var m = NEG;
     var l = 0.0;
     var acc0 = 0.0;
     var acc1 = 0.0;
-    for (var s0 = start; s0 <= qpos; s0 += TILE) {
+    for (var s0 = begin; s0 < end; s0 += TILE) {
         let s = s0 + lid;
         var score = NEG;
-        if (s <= qpos) {
-            let ko = kv0 + s * hd;
+        if (s < end) {
+            let ko = (kv0 + s * hd) / 4u;
             var d = 0.0;
-            for (var i = 0u; i < hd; i++) {
-                d += qs[i] * k_cache[ko + i];
+            for (var i = 0u; i < hd4; i++) {
+                d += dot(qs[i], k_cache[ko + i]);
             }
             if (p.softcap > 0.0) {
                 d = p.softcap * tanh(d / p.softcap);
@@ -98,7 +110,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         workgroupBarrier();
         let new_m = max(m, reduce_max(lid));
         var e = 0.0;
-        if (s <= qpos) {
+        if (s < end) {
             e = exp(score - new_m);
         }
         probs[lid] = e;
@@ -109,7 +121,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         l = l * alpha + tile_sum;
         acc0 *= alpha;
         acc1 *= alpha;
-        let n = min(TILE, qpos + 1u - s0);
+        let n = min(TILE, end - s0);
         for (var j = 0u; j < n; j++) {
             let vo = kv0 + (s0 + j) * hd;
             let pj = probs[j];
@@ -123,10 +135,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         m = new_m;
         workgroupBarrier();
     }
+    if (n_split == 1u) {
+        let o = (t * p.n_head + h) * hd;
+        if (lid < hd) {
+            out[o + lid] = acc0 / l;
+        }
+        if (lid + TILE < hd) {
+            out[o + lid + TILE] = acc1 / l;
+        }
+        return;
+    }
+    let po = ((t * p.n_head + h) * n_split + split) * (hd + 2u);
+    if (lid == 0u) {
+        partial[po] = m;
+        partial[po + 1u] = l;
+    }
     if (lid < hd) {
-        out[qo + lid] = acc0 / l;
+        partial[po + 2u + lid] = acc0;
     }
     if (lid + TILE < hd) {
-        out[qo + lid + TILE] = acc1 / l;
+        partial[po + 2u + lid + TILE] = acc1;
     }
 }

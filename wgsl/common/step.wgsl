@@ -1,11 +1,16 @@
 // The per-pass uniform every token-processing kernel sees. Include-only.
 // n_tokens: tokens in this forward pass; pos: position of the first of them;
-// n_out: rows whose logits are wanted (the last n_out tokens), out_row0 = n_tokens - n_out.
+// n_out: rows whose logits are wanted (the last n_out tokens), out_row0 = n_tokens - n_out;
+// attn_splits: the parts each query's keys are cut into (kernels::attention_splits).
 struct Step {
     n_tokens: u32,
     pos: u32,
     n_out: u32,
     out_row0: u32,
+    attn_splits: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 // Rows a kernel processes: all tokens (mode 0) or only the output rows (mode 1).

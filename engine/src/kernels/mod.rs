@@ -25,12 +25,14 @@ pub struct StepInfo {
 
 /// `Step` in `wgsl/common/step.wgsl`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct StepUniform {
     pub n_tokens: u32,
     pub pos: u32,
     pub n_out: u32,
     pub out_row0: u32,
+    pub attn_splits: u32,
+    pub _pad: [u32; 3],
 }
 
 impl From<StepInfo> for StepUniform {
@@ -40,7 +42,25 @@ impl From<StepInfo> for StepUniform {
             pos: s.pos,
             n_out: s.n_out,
             out_row0: s.n_tokens - s.n_out,
+            attn_splits: attention_splits(&s),
+            _pad: [0; 3],
         }
+    }
+}
+
+/// Most parts attention cuts a query's keys into.
+pub const MAX_ATTN_SPLITS: u32 = 32;
+/// Passes of up to this many tokens (decode, speculative verification) split their keys; longer
+/// ones have parallelism enough in their queries.
+pub const MAX_SPLIT_TOKENS: u32 = 16;
+
+/// Parts per query for a pass: about 64 keys each, so a decode step with few heads still spreads
+/// over many workgroups.
+pub fn attention_splits(s: &StepInfo) -> u32 {
+    if s.n_tokens > MAX_SPLIT_TOKENS {
+        1
+    } else {
+        (s.pos + s.n_tokens).div_ceil(64).clamp(1, MAX_ATTN_SPLITS)
     }
 }
 
@@ -637,9 +657,32 @@ const ATTN_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
     Binding::ReadWrite,
+    Binding::ReadWrite,
     Binding::Uniform,
     Binding::Uniform,
 ];
+const COMBINE_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CombineParams {
+    n_head: u32,
+    head_dim: u32,
+    _pad: [u32; 2],
+}
+
+/// Floats of the scratch buffer that split attention writes its partial results to.
+pub fn attention_partial_len(heads: &Heads) -> u64 {
+    MAX_SPLIT_TOKENS as u64
+        * heads.n_head as u64
+        * MAX_ATTN_SPLITS as u64
+        * (heads.head_dim as u64 + 2)
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -663,7 +706,9 @@ pub struct AttnOpts {
 }
 
 /// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
-/// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`.
+/// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`: the split
+/// attention kernel and, when a pass splits, the combine kernel (`partial` holds
+/// [`attention_partial_len`] floats).
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     gpu: &Gpu,
@@ -671,11 +716,19 @@ pub fn attention(
     k_cache: &wgpu::Buffer,
     v_cache: &wgpu::Buffer,
     out: &wgpu::Buffer,
+    partial: &wgpu::Buffer,
     step: &wgpu::Buffer,
     heads: Heads,
     opts: AttnOpts,
-) -> Result<Dispatch> {
+) -> Result<[Dispatch; 2]> {
+    if heads.head_dim % 4 != 0 || heads.head_dim > 256 {
+        return Err(crate::Error::InvalidArgument(format!(
+            "attention needs a head size that is a multiple of 4 and at most 256, not {}",
+            heads.head_dim
+        )));
+    }
     let pipeline = gpu.pipeline(&key("attention".into(), ATTN_LAYOUT))?;
+    let combine = gpu.pipeline(&key("attention_combine".into(), COMBINE_LAYOUT))?;
     let params = AttnParams {
         n_head: heads.n_head,
         n_kv_head: heads.n_kv_head,
@@ -687,13 +740,34 @@ pub fn attention(
         q_stride: (heads.n_head + 2 * heads.n_kv_head) * heads.head_dim,
     };
     let pbuf = gpu.uniform("attention", &params);
+    let cbuf = gpu.uniform(
+        "attention_combine",
+        &CombineParams {
+            n_head: heads.n_head,
+            head_dim: heads.head_dim,
+            _pad: [0; 2],
+        },
+    );
     let n_head = heads.n_head;
-    Ok(Dispatch {
-        label: "attention".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(ATTN_LAYOUT, &[q, k_cache, v_cache, out, &pbuf, step]),
-        grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, 1]))),
-    })
+    Ok([
+        Dispatch {
+            label: "attention".into(),
+            pipelines: vec![pipeline],
+            bind_group: gpu.bind_group(
+                ATTN_LAYOUT,
+                &[q, k_cache, v_cache, out, partial, &pbuf, step],
+            ),
+            grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, attention_splits(s)]))),
+        },
+        Dispatch {
+            label: "attention_combine".into(),
+            pipelines: vec![combine],
+            bind_group: gpu.bind_group(COMBINE_LAYOUT, &[partial, out, &cbuf, step]),
+            grid: Box::new(move |s| {
+                (attention_splits(s) > 1).then_some((0, [n_head, s.n_tokens, 1]))
+            }),
+        },
+    ])
 }
 
 // ---------------------------------------------------------------------------------------------

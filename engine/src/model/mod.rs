@@ -119,18 +119,19 @@ impl Default for SessionOptions {
 
 /// Activation buffers, sized for one pass of `ubatch` tokens.
 struct Activations {
-    tokens: wgpu::Buffer,   // [ubatch] u32
-    x: wgpu::Buffer,        // [ubatch, n_embd] the residual stream
-    xn: wgpu::Buffer,       // [ubatch, n_embd] normalised input of a block (batched passes)
-    tmp: wgpu::Buffer,      // [ubatch, n_embd] block output before its post-norm (Gemma)
-    qkv: wgpu::Buffer,      // [ubatch, (n_head + 2 n_kv_head) * head_dim]
-    attn: wgpu::Buffer,     // [ubatch, n_head * head_dim]
-    gate_up: wgpu::Buffer,  // [ubatch, 2 n_ff] (batched passes)
-    hidden: wgpu::Buffer,   // [ubatch, n_ff]
-    out_norm: wgpu::Buffer, // [max_out, n_embd]
-    logits: wgpu::Buffer,   // [max_out, n_vocab]
-    step: wgpu::Buffer,     // StepUniform
-    dummy: wgpu::Buffer,    // bound where a kernel's optional input is absent
+    tokens: wgpu::Buffer,       // [ubatch] u32
+    x: wgpu::Buffer,            // [ubatch, n_embd] the residual stream
+    xn: wgpu::Buffer,           // [ubatch, n_embd] normalised input of a block (batched passes)
+    tmp: wgpu::Buffer,          // [ubatch, n_embd] block output before its post-norm (Gemma)
+    qkv: wgpu::Buffer,          // [ubatch, (n_head + 2 n_kv_head) * head_dim]
+    attn: wgpu::Buffer,         // [ubatch, n_head * head_dim]
+    attn_partial: wgpu::Buffer, // split attention's partial results (kernels::attention_partial_len)
+    gate_up: wgpu::Buffer,      // [ubatch, 2 n_ff] (batched passes)
+    hidden: wgpu::Buffer,       // [ubatch, n_ff]
+    out_norm: wgpu::Buffer,     // [max_out, n_embd]
+    logits: wgpu::Buffer,       // [max_out, n_vocab]
+    step: wgpu::Buffer,         // StepUniform
+    dummy: wgpu::Buffer,        // bound where a kernel's optional input is absent
 }
 
 pub struct Session {
@@ -181,19 +182,20 @@ impl Session {
             tmp: s("tmp", b * c.n_embd as u64)?,
             qkv: s("qkv", b * (q_dim + 2 * kv_dim))?,
             attn: s("attn", b * q_dim)?,
+            attn_partial: s(
+                "attn_partial",
+                kernels::attention_partial_len(&Heads {
+                    n_head: c.n_head,
+                    n_kv_head: c.n_kv_head,
+                    head_dim: c.head_dim,
+                    ctx: opts.ctx,
+                }),
+            )?,
             gate_up: s("gate_up", b * 2 * c.n_ff as u64)?,
             hidden: s("hidden", b * c.n_ff as u64)?,
             out_norm: s("out_norm", max_out as u64 * c.n_embd as u64)?,
             logits: s("logits", max_out as u64 * c.n_vocab as u64)?,
-            step: gpu.uniform(
-                "step",
-                &StepUniform {
-                    n_tokens: 0,
-                    pos: 0,
-                    n_out: 0,
-                    out_row0: 0,
-                },
-            ),
+            step: gpu.uniform("step", &StepUniform::default()),
             dummy: s("dummy", 4)?,
         };
         for (what, size) in [
@@ -599,12 +601,13 @@ fn record_forward(
             qk_norm,
             &a.dummy,
         )?);
-        d.push(kernels::attention(
+        d.extend(kernels::attention(
             gpu,
             &a.qkv,
             k_cache,
             v_cache,
             &a.attn,
+            &a.attn_partial,
             &a.step,
             heads,
             AttnOpts {

@@ -55,6 +55,7 @@ pub fn assert_close(
     );
 }
 
+mod attention;
 mod mat;
 mod sample;
 
@@ -85,15 +86,7 @@ pub fn run_dispatches(
 
 /// A step uniform buffer for tests.
 pub fn step_buffer(gpu: &Gpu) -> wgpu::Buffer {
-    gpu.uniform(
-        "step",
-        &StepUniform {
-            n_tokens: 0,
-            pos: 0,
-            n_out: 0,
-            out_row0: 0,
-        },
-    )
+    gpu.uniform("step", &StepUniform::default())
 }
 
 pub fn read(gpu: &Gpu, b: &wgpu::Buffer, n: usize) -> Vec<f32> {
