@@ -38,7 +38,10 @@ fn resolve(wgsl: &Path, files: &[PathBuf], out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let wgsl = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wgsl");
+    // Read at run time: a build-script binary shared between checkouts (one target dir for several
+    // worktrees) must expand the kernels of the checkout being built.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let wgsl = Path::new(&manifest).join("../wgsl");
     println!("cargo:rerun-if-changed={}", wgsl.display());
     let mut files: Vec<PathBuf> = std::fs::read_dir(&wgsl)
         .expect("wgsl/ folder")

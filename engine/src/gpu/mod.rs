@@ -362,6 +362,19 @@ impl Gpu {
         Ok(value)
     }
 
+    /// Waits until the GPU has finished the work submitted so far; reports a GPU error raised
+    /// outside an error scope meanwhile.
+    pub async fn finish(&self) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.queue.on_submitted_work_done(move || tx.send(()));
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        rx.await;
+        self.check_lost()
+    }
+
     /// Compute pipelines created so far (load progress counts them).
     pub fn pipeline_count(&self) -> usize {
         self.pipelines.lock().unwrap().len()

@@ -2,10 +2,8 @@
 //! tensor of every type packed by gguf-py, quant_blocks.json gguf-py's dequantization of each
 //! (made by tests/reference/make_quant_fixture.py).
 
-use std::path::PathBuf;
-
 use super::{dequantize, gpu_bytes, repack_for_gpu, GgmlType};
-use crate::gguf::{Gguf, MmapSource};
+use crate::gguf::Gguf;
 
 pub(crate) struct FixtureTensor {
     pub name: String,
@@ -19,12 +17,11 @@ pub(crate) struct FixtureTensor {
 }
 
 pub(crate) fn fixture() -> Vec<FixtureTensor> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
-    let src = MmapSource::open(&dir.join("quant_blocks.gguf")).unwrap();
+    // Compiled in, so the kernel tests read them in the browser too.
+    let src: &[u8] = include_bytes!("../../../tests/fixtures/quant_blocks.gguf");
     let g = Gguf::parse(&src).unwrap();
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("quant_blocks.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(include_str!("../../../tests/fixtures/quant_blocks.json")).unwrap();
     g.tensors
         .iter()
         .map(|t| {

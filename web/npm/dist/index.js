@@ -16,7 +16,7 @@ function workerTransport() {
   return { send: (r) => w.postMessage(r), listeners, close: () => w.terminate() };
 }
 async function directTransport() {
-  const { handle } = await import("./runtime-BICQ7C4Q.js");
+  const { handle } = await import("./runtime-5S5V5XZD.js");
   const listeners = /* @__PURE__ */ new Map();
   return {
     send: (r) => void handle(r, (reply) => listeners.get(reply.id)?.(reply)),

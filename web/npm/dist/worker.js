@@ -1,6 +1,6 @@
 import {
   handle
-} from "./chunk-5NXKT6AJ.js";
+} from "./chunk-M6OPCLZL.js";
 import "./chunk-W7IN3UGP.js";
 
 // npm/src/worker.ts

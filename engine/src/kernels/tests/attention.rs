@@ -61,9 +61,8 @@ fn attention_ref(
     out
 }
 
-#[test]
-fn attention_matches_the_reference() {
-    let gpu = gpu();
+async fn attention_matches_the_reference() {
+    let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let ctx = 512u32;
     for (nh, nkv, hd) in [
@@ -122,7 +121,7 @@ fn attention_matches_the_reference() {
                 pos,
                 n_out: 1,
             };
-            run_dispatches(&gpu, &[&d[0], &d[1]], s, &step);
+            run_dispatches(&gpu, &[&d[0], &d[1]], s, &step).await;
             let want = attention_ref(&q, &k, &v, heads, pos, n_tokens, scale, window, softcap);
             let shape = format!(
                 "heads {nh}/{nkv} of {hd}, pos {pos}, tokens {n_tokens}, window {window}, softcap {softcap}, splits {}",
@@ -131,7 +130,7 @@ fn attention_matches_the_reference() {
             assert_close(
                 "attention",
                 &shape,
-                &read(&gpu, &ob, want.len()),
+                &read(&gpu, &ob, want.len()).await,
                 &want,
                 1e-10,
                 1e-4,
@@ -163,9 +162,8 @@ fn rope_ref(x: &mut [f32], pos: u32, r: &RopeConfig) {
     }
 }
 
-#[test]
-fn rope_store_matches_the_reference() {
-    let gpu = gpu();
+async fn rope_store_matches_the_reference() {
+    let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let dummy = gpu.storage("dummy", 16).unwrap();
     let ctx = 64u32;
@@ -221,10 +219,11 @@ fn rope_store_matches_the_reference() {
                 n_out: 1,
             },
             &step,
-        );
-        let got_qkv = read(&gpu, &qkvb, qkv.len());
-        let got_k = read(&gpu, &kc, (nkv * ctx * hd) as usize);
-        let got_v = read(&gpu, &vc, (nkv * ctx * hd) as usize);
+        )
+        .await;
+        let got_qkv = read(&gpu, &qkvb, qkv.len()).await;
+        let got_k = read(&gpu, &kc, (nkv * ctx * hd) as usize).await;
+        let got_v = read(&gpu, &vc, (nkv * ctx * hd) as usize).await;
         let hd = hd as usize;
         let (mut want_q, mut got_q, mut want_k, mut got_kk, mut want_v, mut got_vv) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
@@ -266,9 +265,8 @@ fn rope_store_matches_the_reference() {
     }
 }
 
-#[test]
-fn rmsnorm_matches_the_reference() {
-    let gpu = gpu();
+async fn rmsnorm_matches_the_reference() {
+    let gpu = gpu().await;
     let step = step_buffer(&gpu);
     for (dim, n_tokens, n_out, accumulate, rows) in [
         (1u32, 1u32, 1u32, false, Rows::Tokens),
@@ -306,7 +304,8 @@ fn rmsnorm_matches_the_reference() {
                 n_out,
             },
             &step,
-        );
+        )
+        .await;
         let (first, count) = match rows {
             Rows::Tokens => (0, n_tokens),
             Rows::Out => (n_tokens - n_out, n_out),
@@ -325,7 +324,7 @@ fn rmsnorm_matches_the_reference() {
         assert_close(
             "rmsnorm",
             &shape,
-            &read(&gpu, &yb, want.len()),
+            &read(&gpu, &yb, want.len()).await,
             &want,
             1e-12,
             1e-5,
@@ -333,9 +332,8 @@ fn rmsnorm_matches_the_reference() {
     }
 }
 
-#[test]
-fn glu_matches_the_reference() {
-    let gpu = gpu();
+async fn glu_matches_the_reference() {
+    let gpu = gpu().await;
     let step = step_buffer(&gpu);
     for (n, n_tokens, act) in [
         (1u32, 1u32, Activation::Silu),
@@ -356,7 +354,8 @@ fn glu_matches_the_reference() {
                 n_out: 1,
             },
             &step,
-        );
+        )
+        .await;
         let want: Vec<f32> = (0..(n_tokens * n) as usize)
             .map(|i| {
                 let (t, c) = (i / n as usize, i % n as usize);
@@ -375,10 +374,17 @@ fn glu_matches_the_reference() {
         assert_close(
             "glu",
             &shape,
-            &read(&gpu, &hb, want.len()),
+            &read(&gpu, &hb, want.len()).await,
             &want,
             1e-12,
             1e-4,
         );
     }
 }
+
+super::gpu_tests!(
+    attention_matches_the_reference,
+    rope_store_matches_the_reference,
+    rmsnorm_matches_the_reference,
+    glu_matches_the_reference
+);

@@ -73,9 +73,8 @@ fn tolerance(ty: GgmlType) -> (f64, f32) {
     (1e-10, 2e-3)
 }
 
-#[test]
-fn mat_every_type_and_shape() {
-    let gpu = gpu();
+async fn mat_every_type_and_shape() {
+    let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let dummy = gpu.storage("dummy", 4).unwrap();
     for t in fixture() {
@@ -111,8 +110,8 @@ fn mat_every_type_and_shape() {
                     pos: 0,
                     n_out: 1,
                 };
-                run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step);
-                let got = read(&gpu, &yb, n * rows);
+                run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+                let got = read(&gpu, &yb, n * rows).await;
                 let mut want = y0.clone();
                 for tk in 0..n {
                     let r = matvec_ref(&w, &x[tk * cols..(tk + 1) * cols], rows, cols);
@@ -133,9 +132,8 @@ fn mat_every_type_and_shape() {
     }
 }
 
-#[test]
-fn matvec_norm_prologue_and_output_rows() {
-    let gpu = gpu();
+async fn matvec_norm_prologue_and_output_rows() {
+    let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let dummy = gpu.storage("dummy", 4).unwrap();
     let t = fixture()
@@ -177,21 +175,20 @@ fn matvec_norm_prologue_and_output_rows() {
         pos: 0,
         n_out: 1,
     };
-    run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step);
+    run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
     let want = matvec_ref(&w, &rmsnorm_ref(&x, &nw, 1e-5), rows, cols);
     assert_close(
         "matvec+norm",
         "Q4_K 33x256",
-        &read(&gpu, &yb, rows),
+        &read(&gpu, &yb, rows).await,
         &want,
         1e-10,
         2e-3,
     );
 }
 
-#[test]
-fn matvec_glu_every_type() {
-    let gpu = gpu();
+async fn matvec_glu_every_type() {
+    let gpu = gpu().await;
     let dummy = gpu.storage("dummy", 4).unwrap();
     for t in fixture() {
         for (act, n_ff) in [(Activation::Silu, 7usize), (Activation::GeluTanh, 13)] {
@@ -217,7 +214,8 @@ fn matvec_glu_every_type() {
                     n_out: 1,
                 },
                 &step,
-            );
+            )
+            .await;
             let xn = rmsnorm_ref(&x, &nw, 1e-6);
             let gu = matvec_ref(&w, &xn, 2 * n_ff, cols);
             let want: Vec<f32> = (0..n_ff)
@@ -236,7 +234,7 @@ fn matvec_glu_every_type() {
             assert_close(
                 "matvec_glu",
                 &shape,
-                &read(&gpu, &hb, n_ff),
+                &read(&gpu, &hb, n_ff).await,
                 &want,
                 1e-9,
                 5e-3,
@@ -245,9 +243,8 @@ fn matvec_glu_every_type() {
     }
 }
 
-#[test]
-fn embed_every_type_and_chunked_table() {
-    let gpu = gpu();
+async fn embed_every_type_and_chunked_table() {
+    let gpu = gpu().await;
     let step = step_buffer(&gpu);
     for t in fixture() {
         let (rows, cols) = (21, t.cols);
@@ -265,7 +262,7 @@ fn embed_every_type_and_chunked_table() {
                 pos: 0,
                 n_out: 1,
             };
-            run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step);
+            run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
             let want: Vec<f32> = tokens
                 .iter()
                 .flat_map(|&id| {
@@ -278,7 +275,7 @@ fn embed_every_type_and_chunked_table() {
             assert_close(
                 "embed",
                 &shape,
-                &read(&gpu, &yb, tokens.len() * cols),
+                &read(&gpu, &yb, tokens.len() * cols).await,
                 &want,
                 0.0,
                 0.0,
@@ -286,3 +283,10 @@ fn embed_every_type_and_chunked_table() {
         }
     }
 }
+
+super::gpu_tests!(
+    mat_every_type_and_shape,
+    matvec_norm_prologue_and_output_rows,
+    matvec_glu_every_type,
+    embed_every_type_and_chunked_table
+);

@@ -1,22 +1,69 @@
 //! Kernel tests: each kernel against a plain CPU reference on seeded random data, with shapes of
 //! 1, odd sizes and sizes that do not fill a workgroup. They run on whatever adapter wgpu finds
 //! (lavapipe in CI); `TANDEM_TEST_PORTABLE=1` forces the kernels without f16 and subgroups.
+//!
+//! Test bodies are `async fn`s; [`gpu_tests!`] turns them into `#[test]`s natively (blocking on
+//! them) and into `wasm_bindgen_test`s in the browser (awaiting them), so the same bodies run in
+//! headless Chromium on its WebGPU (web/tests/kernels.sh).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::gpu::{Gpu, GpuOptions};
 
+#[cfg(target_arch = "wasm32")]
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+/// Declares the listed `async fn` test bodies of the calling module as tests on both platforms.
+macro_rules! gpu_tests {
+    ($($name:ident),* $(,)?) => {
+        #[cfg(not(target_arch = "wasm32"))]
+        mod native {
+            $(#[test]
+            fn $name() {
+                crate::platform::block_on(super::$name())
+            })*
+        }
+        #[cfg(target_arch = "wasm32")]
+        mod browser {
+            $(#[wasm_bindgen_test::wasm_bindgen_test]
+            async fn $name() {
+                super::$name().await
+            })*
+        }
+    };
+}
+pub(crate) use gpu_tests;
+
+async fn open_gpu() -> Gpu {
+    let opts = GpuOptions {
+        force_fallback: false,
+        portable_only: std::env::var_os("TANDEM_TEST_PORTABLE").is_some(),
+    };
+    Gpu::new(&opts)
+        .await
+        .expect("a GPU adapter (lavapipe in CI, WebGPU in the browser)")
+}
+
 /// One GPU for all kernel tests of this process.
-pub fn gpu() -> Arc<Gpu> {
-    static GPU: OnceLock<Arc<Gpu>> = OnceLock::new();
-    GPU.get_or_init(|| {
-        let opts = GpuOptions {
-            force_fallback: false,
-            portable_only: std::env::var_os("TANDEM_TEST_PORTABLE").is_some(),
-        };
-        Arc::new(pollster::block_on(Gpu::new(&opts)).expect("a GPU adapter (lavapipe in CI)"))
-    })
-    .clone()
+#[cfg(not(target_arch = "wasm32"))]
+pub async fn gpu() -> Arc<Gpu> {
+    static GPU: std::sync::OnceLock<Arc<Gpu>> = std::sync::OnceLock::new();
+    GPU.get_or_init(|| Arc::new(crate::platform::block_on(open_gpu())))
+        .clone()
+}
+
+/// One GPU for all kernel tests of this page (wgpu's browser types stay on their thread).
+#[cfg(target_arch = "wasm32")]
+pub async fn gpu() -> Arc<Gpu> {
+    thread_local! {
+        static GPU: std::cell::RefCell<Option<Arc<Gpu>>> = const { std::cell::RefCell::new(None) };
+    }
+    if let Some(g) = GPU.with(|g| g.borrow().clone()) {
+        return g;
+    }
+    let g = Arc::new(open_gpu().await);
+    GPU.with(|c| *c.borrow_mut() = Some(g.clone()));
+    g
 }
 
 /// Seeded random floats in [-scale, scale).
@@ -62,7 +109,7 @@ mod sample;
 use super::{Dispatch, StepInfo, StepUniform};
 
 /// Records `dispatches` for the pass shape `step` in one compute pass and waits for them.
-pub fn run_dispatches(
+pub async fn run_dispatches(
     gpu: &Gpu,
     dispatches: &[&Dispatch],
     step: StepInfo,
@@ -78,10 +125,9 @@ pub fn run_dispatches(
         }
     }
     gpu.queue.submit([encoder.finish()]);
-    gpu.device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .expect("GPU work finishes");
-    gpu.check_lost().expect("no GPU error");
+    gpu.finish()
+        .await
+        .expect("GPU work finishes without an error");
 }
 
 /// A step uniform buffer for tests.
@@ -89,6 +135,6 @@ pub fn step_buffer(gpu: &Gpu) -> wgpu::Buffer {
     gpu.uniform("step", &StepUniform::default())
 }
 
-pub fn read(gpu: &Gpu, b: &wgpu::Buffer, n: usize) -> Vec<f32> {
-    pollster::block_on(gpu.read_f32(b, 0, n)).unwrap()
+pub async fn read(gpu: &Gpu, b: &wgpu::Buffer, n: usize) -> Vec<f32> {
+    gpu.read_f32(b, 0, n).await.unwrap()
 }

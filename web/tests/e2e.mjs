@@ -1,0 +1,66 @@
+// End to end in Debian's Chromium (headless, SwiftShader's WebGPU) driven by playwright-core:
+// the chat page loads the default model from a local URL (?model=), "What is the capital of
+// France?" is sent, and "Paris" appears in the transcript, streamed (several intermediate states).
+// Also measures load time and speed, and saves a screenshot (TANDEM_SCREENSHOT, default
+// /tmp/tandem-page.png). Run after `npm --prefix web run build`: node web/tests/e2e.mjs
+import assert from "node:assert/strict";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { serve, DEFAULT_MODEL } from "./serve.mjs";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const { server, url } = await serve(root);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--enable-unsafe-webgpu", "--no-sandbox", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+let ok = false;
+try {
+  const page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+  page.on("console", (m) => m.type() === "error" && console.log(`page: ${m.text()}`));
+  page.on("pageerror", (e) => console.log(`page error: ${e.message}`));
+  const t0 = Date.now();
+  await page.goto(`${url}/index.html?model=${encodeURIComponent(`${url}/models/${DEFAULT_MODEL}`)}`);
+  await page.waitForSelector("#adapter[data-ready]", { timeout: 60_000 });
+  console.log(await page.textContent("#adapter"));
+  await page.waitForFunction(() => document.body.dataset.modelReady || !document.getElementById("error").hidden, null, { timeout: 300_000 });
+  const err = await page.$eval("#error", (e) => (e.hidden ? "" : e.textContent));
+  assert.equal(err, "", "no error on the page");
+  const loadSeconds = (Date.now() - t0) / 1000;
+  console.log(`${await page.textContent("#model-info")}`);
+  console.log(`page load to model ready: ${loadSeconds.toFixed(1)} s`);
+
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.fill("What is the capital of France?");
+  // Record every distinct state of the assistant's message while it streams.
+  await page.evaluate(() => {
+    window.__states = [];
+    const log = document.querySelector('[role="log"]');
+    new MutationObserver(() => {
+      const a = log.querySelectorAll(".msg.assistant .content");
+      const t = a.length ? a[a.length - 1].textContent : "";
+      if (t && window.__states.at(-1) !== t) window.__states.push(t);
+    }).observe(log, { subtree: true, childList: true, characterData: true });
+  });
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.waitForFunction(() => /Paris/.test(document.querySelector('[role="log"]').textContent), null, { timeout: 300_000 });
+  await page.waitForFunction(() => !document.getElementById("send").disabled, null, { timeout: 300_000 });
+  const states = await page.evaluate(() => window.__states);
+  const transcript = await page.textContent('[role="log"]');
+  const stats = await page.textContent("#stats");
+  console.log(`answer: ${JSON.stringify(states.at(-1))}`);
+  console.log(`streamed through ${states.length} states; ${stats}`);
+  assert.match(transcript, /Paris/);
+  assert.ok(states.length >= 3, `at least 2 intermediate transcript states before the final one (got ${states.length})`);
+  const shot = process.env.TANDEM_SCREENSHOT || "/tmp/tandem-page.png";
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log(`screenshot: ${shot}`);
+  ok = true;
+} finally {
+  await browser.close();
+  server.close();
+}
+console.log(ok ? "e2e: passed" : "e2e: FAILED");
+process.exit(ok ? 0 : 1);
