@@ -44,6 +44,7 @@ try {
       if (t && window.__states.at(-1) !== t) window.__states.push(t);
     }).observe(log, { subtree: true, childList: true, characterData: true });
   });
+  const tSend = Date.now();
   await page.getByRole("button", { name: "Send" }).click();
   await page.waitForFunction(() => /Paris/.test(document.querySelector('[role="log"]').textContent), null, { timeout: 300_000 });
   await page.waitForFunction(() => !document.getElementById("send").disabled, null, { timeout: 300_000 });
@@ -51,9 +52,19 @@ try {
   const transcript = await page.textContent('[role="log"]');
   const stats = await page.textContent("#stats");
   console.log(`answer: ${JSON.stringify(states.at(-1))}`);
-  console.log(`streamed through ${states.length} states; ${stats}`);
+  console.log(`streamed through ${states.length} states in ${((Date.now() - tSend) / 1000).toFixed(1)} s; ${stats}`);
   assert.match(transcript, /Paris/);
   assert.ok(states.length >= 3, `at least 2 intermediate transcript states before the final one (got ${states.length})`);
+  if (process.env.TANDEM_MEASURE) {
+    // A second turn: the kernels are compiled by now (SwiftShader compiles at first dispatch), so
+    // its figures are the steady-state speed.
+    const t1 = Date.now();
+    await box.fill("And what is the capital of Germany?");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 && !document.getElementById("send").disabled, null, { timeout: 600_000 });
+    console.log(`second turn (${((Date.now() - t1) / 1000).toFixed(1)} s): ${await page.textContent("#stats")}`);
+    console.log(`answer: ${JSON.stringify(await page.$$eval(".msg.assistant .content", (a) => a.at(-1).textContent))}`);
+  }
   const shot = process.env.TANDEM_SCREENSHOT || "/tmp/tandem-page.png";
   await page.screenshot({ path: shot, fullPage: true });
   console.log(`screenshot: ${shot}`);

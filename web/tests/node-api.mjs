@@ -36,11 +36,12 @@ await step("createEngine loads the default model with progress", async () => {
   assert.equal(engine.model.name, DEFAULT_MODEL);
 });
 
+console.log(`     load: ${engine.model.loadSeconds.toFixed(1)} s (upload ${engine.model.uploadSeconds.toFixed(1)} s, pipelines ${engine.model.pipelineSeconds.toFixed(1)} s)`);
 await step("a streamed completion in the OpenAI shape", async () => {
   const stream = await engine.chat.completions.create({
     messages: [{ role: "user", content: "What is the capital of France?" }],
     stream: true,
-    max_tokens: 24,
+    max_tokens: 10,
   });
   const chunks = [];
   for await (const c of stream) chunks.push(c);
@@ -58,7 +59,7 @@ await step("a streamed completion in the OpenAI shape", async () => {
 await step("a completion with a stop string", async () => {
   const r = await engine.chat.completions.create({
     messages: [{ role: "user", content: "What is the capital of France?" }],
-    max_tokens: 24,
+    max_tokens: 10,
     stop: ["Paris"],
   });
   assert.equal(r.object, "chat.completion");

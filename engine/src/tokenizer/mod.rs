@@ -21,7 +21,8 @@ mod bpe;
 mod chat;
 mod spm;
 mod stream;
-#[cfg(test)]
+// They read the models from the model cache on disk: native only.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
 
 use std::collections::HashMap;
