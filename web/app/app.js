@@ -143,7 +143,7 @@ async function send() {
       }
       if (chunk.usage) {
         const x = chunk.usage.extra;
-        ui.stats.textContent = `prefill ${x.prefill_tokens_per_second.toFixed(1)} tok/s (${x.prefilled_tokens} tokens), decode ${x.decode_tokens_per_second.toFixed(1)} tok/s (${chunk.usage.completion_tokens} tokens)`;
+        ui.stats.textContent = `prefill ${x.prefill_tokens_per_second.toPrecision(3)} tok/s (${x.prefilled_tokens} tokens), decode ${x.decode_tokens_per_second.toPrecision(3)} tok/s (${chunk.usage.completion_tokens} tokens)`;
       }
     }
   } catch (e) {
