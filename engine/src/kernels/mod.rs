@@ -231,6 +231,8 @@ pub struct MatOpts<'a> {
     /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
     pub norm: Option<(&'a wgpu::Buffer, f32)>,
     pub when: When,
+    /// Rows per matvec workgroup; `None` for the adapter's choice, [`matvec_rows`].
+    pub matvec_rows: Option<u32>,
 }
 
 impl Default for MatOpts<'_> {
@@ -242,12 +244,41 @@ impl Default for MatOpts<'_> {
             rows: Rows::Tokens,
             norm: None,
             when: When::Always,
+            matvec_rows: None,
         }
     }
 }
 
-/// Rows per matvec workgroup (`ROWS` in matvec.wgsl).
-const MATVEC_ROWS: u32 = 4;
+/// Threads per matvec workgroup (`WG` in matvec.wgsl and matvec_glu.wgsl).
+const MATVEC_WG: u32 = 256;
+
+/// Rows per matvec workgroup (`ROWS` in matvec.wgsl and matvec_glu.wgsl) for this adapter. On a
+/// GPU, 4: the 64 threads of a row read it coalesced and reduce their sums in workgroup memory.
+/// On a CPU adapter (lavapipe, SwiftShader), 256: one thread per row and no reduction, because
+/// there every workgroup barrier switches each invocation's coroutine; a 1536 x 2048 Q4_K
+/// matvec took ~30 ms on lavapipe with 4 rows and ~0.3 ms with 256.
+pub fn matvec_rows(gpu: &Gpu) -> u32 {
+    if gpu.info.device_type == wgpu::DeviceType::Cpu {
+        256
+    } else {
+        4
+    }
+}
+
+/// The matvec pipeline key with `rows` rows per workgroup, checked to divide the workgroup into
+/// a power of two of threads per row (the reduction halves them).
+fn matvec_key(shader: String, layout: &'static [Binding], rows: u32) -> Result<PipelineKey> {
+    if !rows.is_power_of_two() || rows > MATVEC_WG {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{rows} matvec rows per workgroup: not a power of two up to {MATVEC_WG}"
+        )));
+    }
+    Ok(PipelineKey {
+        shader,
+        constants: vec![("ROWS", rows)],
+        layout,
+    })
+}
 
 fn check_cols(w: &GpuWeight) -> Result<()> {
     if w.n_cols % 32 != 0 {
@@ -279,7 +310,8 @@ pub fn mat(
     let mut out = Vec::new();
     for chunk in &w.chunks {
         let q = qtype_suffix(chunk.ty)?;
-        let matvec = gpu.pipeline(&key(format!("matvec_{q}"), MAT_LAYOUT))?;
+        let matvec_rows = opts.matvec_rows.unwrap_or_else(|| matvec_rows(gpu));
+        let matvec = gpu.pipeline(&matvec_key(format!("matvec_{q}"), MAT_LAYOUT, matvec_rows)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
@@ -318,7 +350,7 @@ pub fn mat(
                 }
                 match rows.count(s) {
                     0 => None,
-                    1 => Some((0, grid_2d(n_rows.div_ceil(MATVEC_ROWS)))),
+                    1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
                     n => Some((1, [n_rows.div_ceil(64), n.div_ceil(32), 1])),
                 }
             }),
@@ -359,12 +391,32 @@ pub fn matvec_glu(
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
 ) -> Result<Option<Dispatch>> {
+    let rows = matvec_rows(gpu);
+    matvec_glu_with_rows(gpu, gate_up, x, h, dummy, norm, act, rows)
+}
+
+/// [`matvec_glu`] with `rows` rows per workgroup instead of the adapter's choice.
+#[allow(clippy::too_many_arguments)]
+pub fn matvec_glu_with_rows(
+    gpu: &Gpu,
+    gate_up: &GpuWeight,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    act: Activation,
+    rows: u32,
+) -> Result<Option<Dispatch>> {
     check_cols(gate_up)?;
     let [chunk] = gate_up.chunks.as_slice() else {
         return Ok(None);
     };
     let q = qtype_suffix(chunk.ty)?;
-    let pipeline = gpu.pipeline(&key(format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT))?;
+    let pipeline = gpu.pipeline(&matvec_key(
+        format!("matvec_glu_{q}"),
+        MATVEC_GLU_LAYOUT,
+        rows,
+    )?)?;
     let n_rows = gate_up.n_rows / 2;
     let params = MatvecGluParams {
         n_rows,
@@ -385,7 +437,7 @@ pub fn matvec_glu(
         grid: Box::new(move |s| {
             When::Decode
                 .admits(s)
-                .then(|| (0, grid_2d(n_rows.div_ceil(MATVEC_ROWS))))
+                .then(|| (0, grid_2d(n_rows.div_ceil(rows))))
         }),
     }))
 }
