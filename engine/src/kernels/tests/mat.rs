@@ -559,45 +559,6 @@ fn embed_random_blocks_every_type() {
 }
 
 #[test]
-#[ignore]
-fn matvec_timing() {
-    let gpu = gpu();
-    let step = step_buffer(&gpu);
-    let dummy = gpu.storage("dummy", 4).unwrap();
-    let (rows, cols) = (1536, 2048);
-    let only = std::env::var("ONLY").ok();
-    for ty in GPU_TYPES {
-        if only.as_deref().is_some_and(|o| o != ty.name()) {
-            continue;
-        }
-        let (bytes, _) = random_weight(ty, rows, cols, 1);
-        let gw = weight(&gpu, ty, &bytes, rows, cols, &[]);
-        let x = random_f32(1, 64 * cols, 1.0);
-        let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
-        let yb = gpu.storage("y", 64 * rows as u64 * 4).unwrap();
-        let d = kernels::mat(&gpu, &gw, &xb, &yb, &step, &dummy, &MatOpts::default()).unwrap();
-        for n in [1u32, 64] {
-            let s = StepInfo {
-                n_tokens: n,
-                pos: 0,
-                n_out: 1,
-            };
-            let reps: usize = if n == 1 {
-                std::env::var("REPS").map_or(20, |r| r.parse().unwrap())
-            } else {
-                continue;
-            };
-            let ds: Vec<_> = (0..reps).flat_map(|_| d.iter()).collect();
-            run_dispatches(&gpu, &ds, s, &step);
-            let t = std::time::Instant::now();
-            run_dispatches(&gpu, &ds, s, &step);
-            let ms = t.elapsed().as_secs_f64() * 1e3 / reps as f64;
-            eprintln!("{ty:5} n={n:2} {rows}x{cols}: {ms:7.2} ms");
-        }
-    }
-}
-
-#[test]
 fn matvec_rows_per_workgroup_must_split_the_workgroup() {
     let gpu = gpu();
     let step = step_buffer(&gpu);
