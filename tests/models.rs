@@ -223,3 +223,47 @@ fn gemma3_270m() {
         },
     );
 }
+
+#[test]
+fn tiny_qwen3moe() {
+    check_golden(
+        "model_tiny-qwen3moe.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_qwen3moe_q8_0() {
+    check_golden(
+        "model_tiny-qwen3moe-q8_0.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_glm4moe() {
+    check_golden(
+        "model_tiny-glm4moe.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_glm4moe_q8_0() {
+    check_golden(
+        "model_tiny-glm4moe-q8_0.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
