@@ -1,3 +1,4 @@
+// tandem:include common/wg_argmax.wgsl
 //
 // tokens[0] = argmax(logits[row, :]), the lowest index on ties: greedy sampling on the GPU, so
 // the next pass reads its input token without a host round trip and only the id is read back.
@@ -12,9 +13,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> tokens: array<u32>; // [>= 1]
 @group(0) @binding(2) var<uniform> p: Params;
 
-var<workgroup> best_v: array<f32, 256>;
-var<workgroup> best_i: array<u32, 256>;
-
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32) {
     let base = p.row * p.n_vocab;
@@ -27,21 +25,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             bi = i;
         }
     }
-    best_v[lid] = bv;
-    best_i[lid] = bi;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            let ov = best_v[lid + s];
-            let oi = best_i[lid + s];
-            if (ov > best_v[lid] || (ov == best_v[lid] && oi < best_i[lid])) {
-                best_v[lid] = ov;
-                best_i[lid] = oi;
-            }
-        }
-        workgroupBarrier();
-    }
+    let best = wg_argmax(bv, bi, lid);
     if (lid == 0u) {
-        tokens[0] = select(best_i[0], 0u, best_i[0] == 0xffffffffu);
+        tokens[0] = select(best.y, 0u, best.y == 0xffffffffu);
     }
 }

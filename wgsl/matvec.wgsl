@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
+// tandem:include common/rms_scale.wgsl
 // tandem:per-qtype
 //
 // y[y_offset + r] (+)= sum_k W[r, k] * x'[k] (+ bias[y_offset + r]) for one token: the decode
@@ -38,22 +39,7 @@ fn norm_scale(lid: u32) -> f32 {
     if ((p.flags & 4u) == 0u) {
         return 1.0;
     }
-    var s = 0.0;
-    for (var i = lid; i < p.n_cols / 4u; i += WG) {
-        let v = x[i];
-        s += dot(v, v);
-    }
-    partial[lid] = s;
-    workgroupBarrier();
-    for (var k = WG / 2u; k > 0u; k >>= 1u) {
-        if (lid < k) {
-            partial[lid] += partial[lid + k];
-        }
-        workgroupBarrier();
-    }
-    let r = inverseSqrt(partial[0] / f32(p.n_cols) + p.eps);
-    workgroupBarrier();
-    return r;
+    return rms_scale(lid, p.n_cols, p.eps);
 }
 
 fn x_at(i: u32, scale: f32) -> vec4<f32> {

@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
+// tandem:include common/rms_scale.wgsl
 // tandem:per-qtype
 //
 // h[r] = act(G[r, :] . x') * (U[r, :] . x') for one token: the decode FFN's gate and up
@@ -45,21 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     var scale = 1.0;
     let norm = (p.flags & 4u) != 0u;
     if (norm) {
-        var s = 0.0;
-        for (var i = lid; i < p.n_cols / 4u; i += WG) {
-            let v = x[i];
-            s += dot(v, v);
-        }
-        pg[lid] = s;
-        workgroupBarrier();
-        for (var k = WG / 2u; k > 0u; k >>= 1u) {
-            if (lid < k) {
-                pg[lid] += pg[lid + k];
-            }
-            workgroupBarrier();
-        }
-        scale = inverseSqrt(pg[0] / f32(p.n_cols) + p.eps);
-        workgroupBarrier();
+        scale = rms_scale(lid, p.n_cols, p.eps);
     }
     var ag = 0.0;
     var au = 0.0;

@@ -1,3 +1,4 @@
+// tandem:include common/wg_argmax.wgsl
 //
 // Sampling, stage 2 of 2: merges the candidates of stage 1 (sample_topk.wgsl) and draws a token,
 // following llama.cpp's default chain: top-k, top-p, min-p (both on the softmax at temperature 1),
@@ -23,8 +24,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> tokens: array<u32>;     // [>= 1]
 @group(0) @binding(2) var<uniform> p: Params;
 
-var<workgroup> best_v: array<f32, 256>;
-var<workgroup> best_s: array<u32, 256>;   // slot in the owning thread's list, owner in the high bits
 var<workgroup> top_v: array<f32, K>;
 var<workgroup> top_i: array<u32, K>;
 
@@ -54,30 +53,16 @@ fn main(@builtin(local_invocation_index) lid: u32) {
                 bid = ids[j];
             }
         }
-        best_v[lid] = bv;
-        best_s[lid] = bid;
-        workgroupBarrier();
-        for (var s = 128u; s > 0u; s >>= 1u) {
-            if (lid < s) {
-                let ov = best_v[lid + s];
-                let oi = best_s[lid + s];
-                if (ov > best_v[lid] || (ov == best_v[lid] && oi < best_s[lid])) {
-                    best_v[lid] = ov;
-                    best_s[lid] = oi;
-                }
-            }
-            workgroupBarrier();
-        }
-        let win = best_s[0];
+        let best = wg_argmax(bv, bid, lid);
+        let win = best.y;
         if (lid == 0u) {
-            top_v[k] = best_v[0];
+            top_v[k] = bitcast<f32>(best.x);
             top_i[k] = win;
         }
         // The owner of the winning id drops it from its list.
         if (win != 0xffffffffu && bid == win) {
             ids[bj] = 0xffffffffu;
         }
-        workgroupBarrier();
     }
     if (lid != 0u) {
         return;

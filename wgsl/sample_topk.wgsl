@@ -1,3 +1,4 @@
+// tandem:include common/wg_argmax.wgsl
 //
 // Sampling, stage 1 of 2: the repetition penalty, then each workgroup's K best logits.
 // Workgroup g loads logits[row, g * SLICE .. + SLICE] into workgroup memory, applies the penalty
@@ -23,8 +24,6 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 
 var<workgroup> vals: array<f32, SLICE>;
-var<workgroup> best_v: array<f32, 256>;
-var<workgroup> best_i: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -58,24 +57,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 bi = i;
             }
         }
-        best_v[lid] = bv;
-        best_i[lid] = bi;
-        workgroupBarrier();
-        for (var s = 128u; s > 0u; s >>= 1u) {
-            if (lid < s) {
-                let ov = best_v[lid + s];
-                let oi = best_i[lid + s];
-                if (ov > best_v[lid] || (ov == best_v[lid] && oi < best_i[lid])) {
-                    best_v[lid] = ov;
-                    best_i[lid] = oi;
-                }
-            }
-            workgroupBarrier();
-        }
+        let best = wg_argmax(bv, bi, lid);
         if (lid == 0u) {
-            let i = best_i[0];
-            if (i != 0xffffffffu && best_v[0] > NEG) {
-                cand[g * K + k] = vec2<u32>(bitcast<u32>(best_v[0]), start + i);
+            let i = best.y;
+            if (i != 0xffffffffu && bitcast<f32>(best.x) > NEG) {
+                cand[g * K + k] = vec2<u32>(best.x, start + i);
                 vals[i] = NEG;
             } else {
                 cand[g * K + k] = vec2<u32>(bitcast<u32>(NEG), 0xffffffffu);
