@@ -1,4 +1,5 @@
 // tandem:include common/bits.wgsl
+// tandem:include common/rms_scale.wgsl
 // tandem:per-qtype
 //
 // h[j, r] = act(G_e[r, :] . x') * (U_e[r, :] . x') for the one token of a decode pass and each
@@ -53,21 +54,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var scale = 1.0;
     let norm = (p.flags & 4u) != 0u;
     if (norm) {
-        var s = 0.0;
-        for (var i = lid; i < p.n_cols / 4u; i += WG) {
-            let v = x[i];
-            s += dot(v, v);
-        }
-        pg[lid] = s;
-        workgroupBarrier();
-        for (var k = WG / 2u; k > 0u; k >>= 1u) {
-            if (lid < k) {
-                pg[lid] += pg[lid + k];
-            }
-            workgroupBarrier();
-        }
-        scale = inverseSqrt(pg[0] / f32(p.n_cols) + p.eps);
-        workgroupBarrier();
+        scale = rms_scale(lid, p.n_cols, p.eps);
     }
     var ag = 0.0;
     var au = 0.0;
