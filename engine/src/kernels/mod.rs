@@ -9,6 +9,7 @@ use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::quant::GgmlType;
 use crate::Result;
 
+pub mod moe;
 #[cfg(test)]
 mod tests;
 

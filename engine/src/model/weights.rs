@@ -3,11 +3,12 @@
 
 use crate::gguf::{ByteSource, Gguf, TensorInfo};
 use crate::gpu::Gpu;
+use crate::kernels::moe::GpuExperts;
 use crate::kernels::{GpuWeight, WeightChunk};
 use crate::quant::{gpu_bytes, repack_for_gpu, GgmlType};
 use crate::{Error, Result};
 
-use super::config::Config;
+use super::config::{Arch, Config};
 
 pub struct Layer {
     pub attn_norm: wgpu::Buffer,
@@ -20,10 +21,35 @@ pub struct Layer {
     pub wo: GpuWeight,
     pub post_attn_norm: Option<wgpu::Buffer>,
     pub ffn_norm: wgpu::Buffer,
-    /// Gate and up stacked: one product gives `[gate | up]` per token.
+    pub ffn: Ffn,
+    pub post_ffn_norm: Option<wgpu::Buffer>,
+}
+
+/// A dense FFN: gate and up stacked (one product gives `[gate | up]` per token), and down.
+pub struct DenseFfn {
     pub gate_up: GpuWeight,
     pub down: GpuWeight,
-    pub post_ffn_norm: Option<wgpu::Buffer>,
+    /// Width of the FFN (rows of gate).
+    pub n_ff: u32,
+}
+
+pub enum Ffn {
+    Dense(DenseFfn),
+    Moe(MoeFfn),
+}
+
+/// A Mixture-of-Experts FFN.
+pub struct MoeFfn {
+    /// The router `ffn_gate_inp` `[n_expert, n_embd]`.
+    pub router: GpuWeight,
+    /// The expert selection bias `exp_probs_b` `[n_expert]` (glm4moe).
+    pub bias: Option<wgpu::Buffer>,
+    /// `ffn_gate_exps` and `ffn_up_exps`, per expert its gate rows then its up rows.
+    pub gate_up: GpuExperts,
+    /// `ffn_down_exps`.
+    pub down: GpuExperts,
+    /// The shared expert(s) (`ffn_*_shexp`), a dense FFN run beside the routed ones.
+    pub shared: Option<DenseFfn>,
 }
 
 pub struct Weights {
@@ -169,6 +195,79 @@ impl Loader<'_> {
         })
     }
 
+    /// The dense FFN `ffn_{gate,up,down}<suffix>.weight` of layer `i`, its width read from the
+    /// gate tensor.
+    fn dense_ffn(&mut self, i: u32, suffix: &str, n_embd: u32) -> Result<DenseFfn> {
+        let n = |s: &str| format!("blk.{i}.ffn_{s}{suffix}.weight");
+        let n_ff = match self.info(&n("gate"))?.dims.as_slice() {
+            [_, rows] => *rows as u32,
+            other => {
+                return Err(Error::TensorShape {
+                    name: n("gate"),
+                    found: other.to_vec(),
+                    expected: vec![n_embd as u64, 0],
+                })
+            }
+        };
+        Ok(DenseFfn {
+            gate_up: self.stacked(
+                &format!("blk.{i}.ffn_gate_up{suffix}"),
+                &[(&n("gate"), n_ff), (&n("up"), n_ff)],
+                n_embd,
+            )?,
+            down: self.matrix(&n("down"), n_ff, n_embd)?,
+            n_ff,
+        })
+    }
+
+    /// Stacked expert tensors (each GGML dims `[cols, rows, n_expert]`), split by whole experts
+    /// into chunks that fit a storage binding.
+    fn experts(
+        &mut self,
+        label: &str,
+        names: &[&str],
+        n_expert: u32,
+        rows: u32,
+        cols: u32,
+    ) -> Result<GpuExperts> {
+        let mut datas = Vec::new();
+        let mut ty = None;
+        for &name in names {
+            let t = self.info(name)?.clone();
+            if t.dims != [cols as u64, rows as u64, n_expert as u64] {
+                return Err(Error::TensorShape {
+                    name: name.into(),
+                    found: t.dims.clone(),
+                    expected: vec![cols as u64, rows as u64, n_expert as u64],
+                });
+            }
+            if !t.ty.gpu_supported() || ty.is_some_and(|x| x != t.ty) {
+                return Err(Error::UnsupportedTensorType {
+                    name: name.into(),
+                    ty: t.ty.name(),
+                });
+            }
+            ty = Some(t.ty);
+            datas.push((self.g.tensor_data(self.src, &t)?, t));
+        }
+        let slices: Vec<&[u8]> = datas.iter().map(|(d, _)| &d[..]).collect();
+        let budget = self.gpu.max_binding().saturating_sub(1024);
+        let ex = GpuExperts::upload(
+            self.gpu,
+            label,
+            ty.expect("at least one tensor"),
+            &slices,
+            n_expert,
+            rows,
+            cols,
+            budget,
+        )?;
+        for (_, t) in &datas {
+            self.advance(t);
+        }
+        Ok(ex)
+    }
+
     /// A vector of `len` floats (norm weights, biases), converted to f32.
     fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer> {
         self.vectors(&[(name, len)])
@@ -254,12 +353,12 @@ impl Weights {
                 } else {
                     None
                 },
-                q_norm: if c.qk_norm {
+                q_norm: if c.qk_norm || g.tensor(&n("attn_q_norm.weight")).is_some() {
                     Some(l.vector(&n("attn_q_norm.weight"), c.head_dim)?)
                 } else {
                     None
                 },
-                k_norm: if c.qk_norm {
+                k_norm: if c.qk_norm || g.tensor(&n("attn_k_norm.weight")).is_some() {
                     Some(l.vector(&n("attn_k_norm.weight"), c.head_dim)?)
                 } else {
                     None
@@ -270,16 +369,47 @@ impl Weights {
                 } else {
                     None
                 },
-                ffn_norm: l.vector(&n("ffn_norm.weight"), c.n_embd)?,
-                gate_up: l.stacked(
-                    &n("ffn_gate_up"),
-                    &[
-                        (&n("ffn_gate.weight"), c.n_ff),
-                        (&n("ffn_up.weight"), c.n_ff),
-                    ],
+                // glm4moe names the FFN input norm post_attention_norm.
+                ffn_norm: l.vector(
+                    &n(if c.arch == Arch::Glm4Moe {
+                        "post_attention_norm.weight"
+                    } else {
+                        "ffn_norm.weight"
+                    }),
                     c.n_embd,
                 )?,
-                down: l.matrix(&n("ffn_down.weight"), c.n_ff, c.n_embd)?,
+                ffn: match c.moe {
+                    Some(m) if c.is_moe_layer(i) => {
+                        let ne = m.routing.n_expert;
+                        Ffn::Moe(MoeFfn {
+                            router: l.matrix(&n("ffn_gate_inp.weight"), c.n_embd, ne)?,
+                            bias: match g.tensor(&n("exp_probs_b.bias")) {
+                                Some(_) => Some(l.vector(&n("exp_probs_b.bias"), ne)?),
+                                None => None,
+                            },
+                            gate_up: l.experts(
+                                &n("ffn_gate_up_exps"),
+                                &[&n("ffn_gate_exps.weight"), &n("ffn_up_exps.weight")],
+                                ne,
+                                m.n_ff_exp,
+                                c.n_embd,
+                            )?,
+                            down: l.experts(
+                                &n("ffn_down_exps"),
+                                &[&n("ffn_down_exps.weight")],
+                                ne,
+                                c.n_embd,
+                                m.n_ff_exp,
+                            )?,
+                            shared: if m.n_shared > 0 {
+                                Some(l.dense_ffn(i, "_shexp", c.n_embd)?)
+                            } else {
+                                None
+                            },
+                        })
+                    }
+                    _ => Ffn::Dense(l.dense_ffn(i, "", c.n_embd)?),
+                },
                 post_ffn_norm: if c.post_norms {
                     Some(l.vector(&n("post_ffw_norm.weight"), c.n_embd)?)
                 } else {

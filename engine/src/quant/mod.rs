@@ -140,6 +140,7 @@ impl fmt::Display for GgmlType {
 }
 
 mod repack;
+pub mod random;
 pub use repack::{gpu_bytes, repack_for_gpu};
 
 mod dequant;
