@@ -10,6 +10,8 @@ use crate::quant::GgmlType;
 use crate::Result;
 
 #[cfg(test)]
+pub(crate) mod reference;
+#[cfg(test)]
 mod tests;
 
 /// The shape of one forward pass.
@@ -48,19 +50,26 @@ impl From<StepInfo> for StepUniform {
     }
 }
 
-/// Most parts attention cuts a query's keys into.
-pub const MAX_ATTN_SPLITS: u32 = 32;
+/// Keys per attention tile (`TK` in attention.wgsl); a split covers whole tiles.
+pub const ATTN_TILE: u32 = 64;
+/// Most (query, part) pairs per head a pass splits into: the partial results of split attention
+/// take at most `[n_head, MAX_ATTN_SPLITS, head_dim + 4]` floats (see [`attention_partial_len`]).
+pub const MAX_ATTN_SPLITS: u32 = 64;
 /// Passes of up to this many tokens (decode, speculative verification) split their keys; longer
 /// ones have parallelism enough in their queries.
 pub const MAX_SPLIT_TOKENS: u32 = 16;
 
-/// Parts per query for a pass: about 64 keys each, so a decode step with few heads still spreads
-/// over many workgroups.
+/// Parts per query for a pass: one 64-key tile each, up to `MAX_ATTN_SPLITS / n_tokens` parts,
+/// so a decode step with few heads still spreads over n_head * 64 workgroups (an H200 has 132
+/// SMs) while each part keeps one tile of work; a split pass costs one more dispatch (the
+/// combine).
 pub fn attention_splits(s: &StepInfo) -> u32 {
     if s.n_tokens > MAX_SPLIT_TOKENS {
         1
     } else {
-        (s.pos + s.n_tokens).div_ceil(64).clamp(1, MAX_ATTN_SPLITS)
+        (s.pos + s.n_tokens)
+            .div_ceil(ATTN_TILE)
+            .clamp(1, (MAX_ATTN_SPLITS / s.n_tokens.max(1)).max(1))
     }
 }
 
@@ -676,12 +685,11 @@ struct CombineParams {
     _pad: [u32; 2],
 }
 
-/// Floats of the scratch buffer that split attention writes its partial results to.
+/// Floats of the scratch buffer that split attention writes its partial results to: per
+/// (token, head, part) the running max and sum (padded to a vec4) and the unnormalised output,
+/// for at most `MAX_ATTN_SPLITS` (token, part) pairs per head (`attention_splits`).
 pub fn attention_partial_len(heads: &Heads) -> u64 {
-    MAX_SPLIT_TOKENS as u64
-        * heads.n_head as u64
-        * MAX_ATTN_SPLITS as u64
-        * (heads.head_dim as u64 + 2)
+    heads.n_head as u64 * MAX_ATTN_SPLITS as u64 * (heads.head_dim as u64 + 4)
 }
 
 #[repr(C)]
@@ -727,8 +735,17 @@ pub fn attention(
             heads.head_dim
         )));
     }
-    let pipeline = gpu.pipeline(&key("attention".into(), ATTN_LAYOUT))?;
-    let combine = gpu.pipeline(&key("attention_combine".into(), COMBINE_LAYOUT))?;
+    let hd = ("HD", heads.head_dim);
+    let pipeline = gpu.pipeline(&PipelineKey {
+        shader: "attention".into(),
+        constants: vec![hd],
+        layout: ATTN_LAYOUT,
+    })?;
+    let combine = gpu.pipeline(&PipelineKey {
+        shader: "attention_combine".into(),
+        constants: vec![hd, ("MAX_SPLITS", MAX_ATTN_SPLITS)],
+        layout: COMBINE_LAYOUT,
+    })?;
     let params = AttnParams {
         n_head: heads.n_head,
         n_kv_head: heads.n_kv_head,
