@@ -1,4 +1,5 @@
 // tandem:include common/step.wgsl
+// tandem:include common/rope.wgsl
 //
 // out[t, h, :] = softmax(cap(q[t, h] . K[kv(h), s] * scale)) . V[kv(h), s] over the positions s
 // the query at position pos + t may see: causal (s <= pos + t) and, with a sliding window, within
@@ -16,7 +17,14 @@
 // An online softmax runs over the tiles (running max m, sum l). At the end the KG partial outputs
 // are summed in workgroup memory; with one split the result goes to `out`, otherwise
 // (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
-// Workgroup memory: 1 KiB + 0.5 KiB + 4 KiB.
+//
+// Decode prologue (flags bit 1, passes of one token): the kernel also does rope_store's work, so a
+// decode step needs no rope_store dispatch. q is read raw from the QKV output and gets the
+// optional q norm and RoPE in workgroup memory; the workgroup whose part holds the new position
+// builds the new key (k norm, RoPE) and value from the QKV output too and uses them for that
+// position, and the one of the heads sharing that KV head writes them to the caches. No other
+// workgroup of the dispatch reads that position, so the store needs no ordering.
+// Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB.
 
 struct Params {
     n_head: u32,
@@ -27,6 +35,15 @@ struct Params {
     window: u32,    // 0: no sliding window
     softcap: f32,   // 0: none
     q_stride: u32,  // floats between tokens in q (the QKV output's width)
+    // Decode prologue (rope_store.wgsl's parameters)
+    n_rot: u32,
+    mode: u32,      // RoPE mode: 0 normal, 1 NeoX
+    theta_base: f32,
+    freq_scale: f32,
+    eps: f32,       // q/k norm epsilon
+    flags: u32,     // bit 0: q/k RMSNorm; bit 1: the decode prologue (applies when n_tokens = 1)
+    _pad0: u32,
+    _pad1: u32,
 }
 
 override HD: u32 = 64u;                      // head size: a multiple of 4, at most 256
@@ -37,13 +54,15 @@ override KC: u32 = (HD4 + LANES - 1u) / LANES;  // chunks per lane of a key (<= 
 override KG: u32 = 256u / HD4;               // key groups of the output product
 override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product (<= 16)
 
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;             // [n_tokens, q_stride / 4], Q heads first
-@group(0) @binding(1) var<storage, read> k_cache: array<vec4<f32>>;       // [n_kv_head, ctx, HD / 4]
-@group(0) @binding(2) var<storage, read> v_cache: array<vec4<f32>>;       // [n_kv_head, ctx, HD / 4]
-@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;     // [n_tokens, n_head, HD / 4]
-@group(0) @binding(4) var<storage, read_write> partial: array<vec4<f32>>; // [n_tokens, n_head, n_split, 1 + HD / 4]: (m, l, 0, 0), output
-@group(0) @binding(5) var<uniform> p: Params;
-@group(0) @binding(6) var<uniform> step: Step;
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;                 // [n_tokens, q_stride / 4]: Q heads, K heads, V heads
+@group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
+@group(0) @binding(2) var<storage, read_write> v_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;         // [n_tokens, n_head, HD / 4]
+@group(0) @binding(4) var<storage, read_write> partial: array<vec4<f32>>;     // [n_tokens, n_head, n_split, 1 + HD / 4]: (m, l, 0, 0), output
+@group(0) @binding(5) var<storage, read> q_norm: array<f32>;                  // [HD] or unused
+@group(0) @binding(6) var<storage, read> k_norm: array<f32>;                  // [HD] or unused
+@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(8) var<uniform> step: Step;
 
 const NEG: f32 = -3.0e38;
 
@@ -51,6 +70,78 @@ var<workgroup> dots: array<f32, 256>;           // [TK, LANES] partial dot produ
 var<workgroup> scores: array<f32, TK>;
 var<workgroup> probs: array<f32, TK>;
 var<workgroup> outs: array<vec4<f32>, 256>;     // [KG, HD4] partial outputs
+var<workgroup> qh: array<f32, 256>;             // decode prologue: q, the new key, the new value
+var<workgroup> kh: array<f32, 256>;
+var<workgroup> vh: array<f32, 256>;
+var<workgroup> nred: array<vec2<f32>, 128>;
+
+// Decode prologue: q (and, with `with_k`, the new key and value) of token 0 from the QKV output,
+// normed and rotated into qh (kh, vh). Every thread calls it.
+fn prologue(lid: u32, h: u32, kvh: u32, with_k: bool) {
+    var xq = 0.0;
+    var xk = 0.0;
+    if (lid < HD) {
+        let qi = h * HD + lid;
+        xq = q[qi / 4u][qi % 4u];
+        if (with_k) {
+            let ki = (p.n_head + kvh) * HD + lid;
+            let vi = (p.n_head + p.n_kv_head + kvh) * HD + lid;
+            xk = q[ki / 4u][ki % 4u];
+            vh[lid] = q[vi / 4u][vi % 4u];
+        }
+    }
+    if ((p.flags & 1u) != 0u) {
+        // Sums of squares of both heads, 2 per thread, then a tree.
+        var ss = vec2<f32>(xq * xq, xk * xk);
+        qh[lid] = xq;
+        kh[lid] = xk;
+        workgroupBarrier();
+        if (lid < 128u) {
+            let a = qh[lid + 128u];
+            let b = kh[lid + 128u];
+            nred[lid] = ss + vec2<f32>(a * a, b * b);
+        }
+        workgroupBarrier();
+        for (var k = 64u; k > 0u; k >>= 1u) {
+            if (lid < k) {
+                nred[lid] += nred[lid + k];
+            }
+            workgroupBarrier();
+        }
+        let inv = inverseSqrt(nred[0] / f32(HD) + p.eps);
+        if (lid < HD) {
+            xq *= inv.x * q_norm[lid];
+            xk *= inv.y * k_norm[lid];
+        }
+        workgroupBarrier();
+    }
+    qh[lid] = xq;
+    kh[lid] = xk;
+    workgroupBarrier();
+    let log2_theta = log2(p.theta_base);
+    var rq = xq;
+    var rk = xk;
+    if (lid < p.n_rot) {
+        let j = rope_partner(lid, p.n_rot, p.mode);
+        rq = rope_apply(xq, qh[j], lid, step.pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
+        rk = rope_apply(xk, kh[j], lid, step.pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
+    }
+    workgroupBarrier();
+    qh[lid] = rq;
+    kh[lid] = rk;
+    workgroupBarrier();
+}
+
+// Chunk i of qh, kh, vh.
+fn qh4(i: u32) -> vec4<f32> {
+    return vec4<f32>(qh[4u * i], qh[4u * i + 1u], qh[4u * i + 2u], qh[4u * i + 3u]);
+}
+fn kh4(i: u32) -> vec4<f32> {
+    return vec4<f32>(kh[4u * i], kh[4u * i + 1u], kh[4u * i + 2u], kh[4u * i + 3u]);
+}
+fn vh4(i: u32) -> vec4<f32> {
+    return vec4<f32>(vh[4u * i], vh[4u * i + 1u], vh[4u * i + 2u], vh[4u * i + 3u]);
+}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -77,14 +168,27 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     // Score layout: key `sk` of the tile, lane `lane`; q chunks of this lane in registers.
     let sk = lid / LANES;
     let lane = lid % LANES;
+    // With the decode prologue, the new position's key and value come from workgroup memory.
+    let fused = (p.flags & 2u) != 0u && step.n_tokens == 1u;
+    let has_new = fused && begin <= qpos && qpos < end;
+    if (fused) {
+        prologue(lid, h, kvh, has_new);
+        if (has_new && h % (p.n_head / p.n_kv_head) == 0u && lid < HD4) {
+            let o = (kvh * p.ctx + qpos) * HD4 + lid;
+            k_cache[o] = kh4(lid);
+            v_cache[o] = vh4(lid);
+        }
+    }
     let q0 = (t * p.q_stride + h * HD) / 4u;
     var qv: array<vec4<f32>, 16>;
     for (var c = 0u; c < KC; c++) {
         let i = lane + c * LANES;
-        if (i < HD4) {
-            qv[c] = q[q0 + i];
-        } else {
+        if (i >= HD4) {
             qv[c] = vec4<f32>(0.0);
+        } else if (fused) {
+            qv[c] = qh4(i);
+        } else {
+            qv[c] = q[q0 + i];
         }
     }
     // Output layout: chunk `oc`, key group `og` (threads past KG * HD4 only help with scores).
@@ -101,7 +205,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let s = s0 + sk;
         for (var c = 0u; c < KC; c++) {
             let i = lane + c * LANES;
-            if (s < end && i < HD4) {
+            if (has_new && s == qpos && i < HD4) {
+                kk[c] = kh4(i);
+            } else if (s < end && i < HD4) {
                 kk[c] = k_cache[kv0 + s * HD4 + i];
             } else {
                 kk[c] = vec4<f32>(0.0);
@@ -110,7 +216,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         var vv: array<vec4<f32>, 16>;
         for (var j = 0u; j < KPT; j++) {
             let kj = og + j * KG;
-            if (og < KG && kj < TK && s0 + kj < end) {
+            if (og < KG && kj < TK && has_new && s0 + kj == qpos) {
+                vv[j] = vh4(oc);
+            } else if (og < KG && kj < TK && s0 + kj < end) {
                 vv[j] = v_cache[kv0 + (s0 + kj) * HD4 + oc];
             } else {
                 vv[j] = vec4<f32>(0.0);

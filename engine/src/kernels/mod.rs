@@ -130,6 +130,13 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
+    /// This dispatch, restricted to the passes `when` admits.
+    pub fn only(mut self, when: When) -> Dispatch {
+        let grid = std::mem::replace(&mut self.grid, Box::new(|_| None));
+        self.grid = Box::new(move |s| if when.admits(s) { grid(s) } else { None });
+        self
+    }
+
     /// Records this dispatch into `pass` for the pass shape `s`; returns whether it ran.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, s: &StepInfo) -> bool {
         let Some((i, [x, y, z])) = (self.grid)(s) else {
@@ -663,10 +670,12 @@ pub fn rope_store(
 
 const ATTN_LAYOUT: &[Binding] = &[
     Binding::Read,
-    Binding::Read,
-    Binding::Read,
     Binding::ReadWrite,
     Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Read,
     Binding::Uniform,
     Binding::Uniform,
 ];
@@ -703,20 +712,37 @@ struct AttnParams {
     window: u32,
     softcap: f32,
     q_stride: u32,
+    n_rot: u32,
+    mode: u32,
+    theta_base: f32,
+    freq_scale: f32,
+    eps: f32,
+    flags: u32,
+    _pad: [u32; 2],
 }
 
-pub struct AttnOpts {
+pub struct AttnOpts<'a> {
     pub scale: f32,
     /// Sliding window in positions (0: none).
     pub window: u32,
     /// Score soft-capping (0: none).
     pub softcap: f32,
+    /// Do rope_store's work (q/k norm, RoPE, the KV-cache store) in the prologue of decode
+    /// passes; then run rope_store for batched passes only (`Dispatch::only(When::Batch)`).
+    pub decode_rope: Option<DecodeRope<'a>>,
+}
+
+/// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
+pub struct DecodeRope<'a> {
+    pub rope: RopeConfig,
+    pub qk_norm: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, f32)>,
 }
 
 /// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
 /// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`: the split
 /// attention kernel and, when a pass splits, the combine kernel (`partial` holds
-/// [`attention_partial_len`] floats).
+/// [`attention_partial_len`] floats). With `opts.decode_rope`, a pass of one token reads q, k and
+/// v raw from `q` and stores k and v itself (no rope_store before it).
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     gpu: &Gpu,
@@ -755,7 +781,27 @@ pub fn attention(
         window: opts.window,
         softcap: opts.softcap,
         q_stride: (heads.n_head + 2 * heads.n_kv_head) * heads.head_dim,
+        n_rot: opts.decode_rope.as_ref().map_or(0, |r| r.rope.n_rot),
+        mode: opts.decode_rope.as_ref().map_or(0, |r| r.rope.neox as u32),
+        theta_base: opts.decode_rope.as_ref().map_or(1.0, |r| r.rope.theta_base),
+        freq_scale: opts.decode_rope.as_ref().map_or(1.0, |r| r.rope.freq_scale),
+        eps: opts
+            .decode_rope
+            .as_ref()
+            .and_then(|r| r.qk_norm)
+            .map_or(0.0, |n| n.2),
+        flags: opts
+            .decode_rope
+            .as_ref()
+            .map_or(0, |r| r.qk_norm.is_some() as u32 | 2),
+        _pad: [0; 2],
     };
+    // Absent norm weights: bind q again (read-only, never read).
+    let (qn, kn) = opts
+        .decode_rope
+        .as_ref()
+        .and_then(|r| r.qk_norm)
+        .map_or((q, q), |n| (n.0, n.1));
     let pbuf = gpu.uniform("attention", &params);
     let cbuf = gpu.uniform(
         "attention_combine",
@@ -772,7 +818,7 @@ pub fn attention(
             pipelines: vec![pipeline],
             bind_group: gpu.bind_group(
                 ATTN_LAYOUT,
-                &[q, k_cache, v_cache, out, partial, &pbuf, step],
+                &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step],
             ),
             grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, attention_splits(s)]))),
         },

@@ -131,7 +131,11 @@ pub(crate) fn attention(
             let scores: Vec<f64> = (first..=qp)
                 .map(|s| {
                     let k = &k_cache[(kvh * ctx + s) * hd..(kvh * ctx + s + 1) * hd];
-                    let d = q.iter().zip(k).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>()
+                    let d = q
+                        .iter()
+                        .zip(k)
+                        .map(|(&a, &b)| a as f64 * b as f64)
+                        .sum::<f64>()
                         * scale as f64;
                     if softcap > 0.0 {
                         softcap as f64 * (d / softcap as f64).tanh()

@@ -3,8 +3,8 @@
 
 use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer};
 use crate::kernels::{
-    self, reference, Activation, AttnOpts, Heads, KvBuffers, NormOpts, RopeConfig, Rows,
-    StepInfo, When,
+    self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, NormOpts, RopeConfig,
+    Rows, StepInfo, When,
 };
 
 /// Head shapes: one head, 4/1 (Gemma-3-270M: GQA with heads of 256), 9/3 (SmolLM2), 8/8 (MHA),
@@ -84,6 +84,7 @@ fn attention_matches_the_reference() {
                     scale,
                     window,
                     softcap,
+                    decode_rope: None,
                 },
             )
             .unwrap();
@@ -106,6 +107,158 @@ fn attention_matches_the_reference() {
                 &want,
                 1e-10,
                 2e-5,
+            );
+        }
+    }
+}
+
+/// The forward pass's attention block: rope_store for batched passes, attention with its decode
+/// prologue (q/k norm, RoPE and the cache store of a one-token pass), the combine; against
+/// reference::rope_store then reference::attention, output and caches.
+#[test]
+fn attention_with_decode_prologue_matches_the_reference() {
+    let gpu = gpu();
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 16).unwrap();
+    let ctx = 512u32;
+    // (heads, kv heads, head size, rotated, NeoX, q/k norm eps, theta base, freq scale)
+    for (nh, nkv, hd, n_rot, neox, qk_eps, theta_base, freq_scale) in [
+        (9u32, 3u32, 64u32, 64u32, true, None, 100000.0f32, 1.0f32),
+        (4, 1, 256, 256, true, Some(1e-6f32), 1_000_000.0, 0.125),
+        (8, 8, 128, 64, false, Some(1e-5), 10000.0, 1.0),
+        (6, 2, 96, 32, true, Some(1e-6), 10000.0, 0.5),
+        (2, 1, 80, 40, false, None, 500000.0, 0.25),
+    ] {
+        let heads = Heads {
+            n_head: nh,
+            n_kv_head: nkv,
+            head_dim: hd,
+            ctx,
+        };
+        let rope = RopeConfig {
+            n_rot,
+            neox,
+            theta_base,
+            freq_scale,
+        };
+        let pb = gpu
+            .storage("partial", kernels::attention_partial_len(&heads) * 4)
+            .unwrap();
+        for (pos, n_tokens, window) in [
+            (0u32, 1u32, 0u32),
+            (37, 1, 0),
+            (130, 1, 0),
+            (300, 1, 8),
+            (511, 1, 0),
+            (20, 5, 0),
+            (100, 16, 8),
+        ] {
+            let stride = ((nh + 2 * nkv) * hd) as usize;
+            let seed = (nh * 100 + hd + pos) as u64;
+            let qkv = random_f32(seed, n_tokens as usize * stride, 1.5);
+            let qn = random_f32(seed + 1, hd as usize, 1.5);
+            let kn = random_f32(seed + 2, hd as usize, 1.5);
+            let cache_len = (nkv * ctx * hd) as usize;
+            let mut k = random_f32(seed + 3, cache_len, 1.0);
+            let mut v = random_f32(seed + 4, cache_len, 1.0);
+            // The pass writes positions pos.. itself; past them nothing may be read.
+            let (last, row) = ((pos + n_tokens) as usize, (ctx * hd) as usize);
+            for kvh in 0..nkv as usize {
+                k[kvh * row + pos as usize * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+                v[kvh * row + pos as usize * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+            }
+            let qkvb = gpu.storage_init("qkv", bytemuck::cast_slice(&qkv)).unwrap();
+            let qnb = gpu.storage_init("qn", bytemuck::cast_slice(&qn)).unwrap();
+            let knb = gpu.storage_init("kn", bytemuck::cast_slice(&kn)).unwrap();
+            let kb = gpu.storage_init("k", bytemuck::cast_slice(&k)).unwrap();
+            let vb = gpu.storage_init("v", bytemuck::cast_slice(&v)).unwrap();
+            let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
+            let qk_norm = qk_eps.map(|e| (&qnb, &knb, e));
+            let rs = kernels::rope_store(
+                &gpu,
+                &KvBuffers {
+                    qkv: &qkvb,
+                    k_cache: &kb,
+                    v_cache: &vb,
+                },
+                &step,
+                heads,
+                rope,
+                qk_norm,
+                &dummy,
+            )
+            .unwrap()
+            .only(When::Batch);
+            let scale = 1.0 / (hd as f32).sqrt();
+            let d = kernels::attention(
+                &gpu,
+                &qkvb,
+                &kb,
+                &vb,
+                &ob,
+                &pb,
+                &step,
+                heads,
+                AttnOpts {
+                    scale,
+                    window,
+                    softcap: 0.0,
+                    decode_rope: Some(DecodeRope { rope, qk_norm }),
+                },
+            )
+            .unwrap();
+            let s = StepInfo {
+                n_tokens,
+                pos,
+                n_out: 1,
+            };
+            run_dispatches(&gpu, &[&rs, &d[0], &d[1]], s, &step);
+            let (mut want_qkv, mut want_k, mut want_v) = (qkv.clone(), k.clone(), v.clone());
+            reference::rope_store(
+                &mut want_qkv,
+                &mut want_k,
+                &mut want_v,
+                heads,
+                &rope,
+                qk_eps.map(|e| (&qn[..], &kn[..], e)),
+                pos,
+                n_tokens,
+            );
+            let want = reference::attention(
+                &want_qkv, &want_k, &want_v, heads, pos, n_tokens, scale, window, 0.0,
+            );
+            let shape = format!(
+                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, pos {pos}, tokens {n_tokens}, window {window}"
+            );
+            assert_close(
+                "attention (decode prologue)",
+                &shape,
+                &read(&gpu, &ob, want.len()),
+                &want,
+                1e-10,
+                2e-5,
+            );
+            // The caches up to the last position written.
+            let written = |c: &[f32]| -> Vec<f32> {
+                c.chunks(row)
+                    .flat_map(|r| r[..last * hd as usize].to_vec())
+                    .collect()
+            };
+            assert_close(
+                "attention (decode prologue, k cache)",
+                &shape,
+                &written(&read(&gpu, &kb, cache_len)),
+                &written(&want_k),
+                1e-10,
+                1e-4,
+            );
+            assert_close(
+                "attention (decode prologue, v cache)",
+                &shape,
+                &written(&read(&gpu, &vb, cache_len)),
+                &written(&want_v),
+                0.0,
+                0.0,
             );
         }
     }
@@ -199,7 +352,11 @@ fn rope_store_matches_the_reference() {
             );
             // The angle pos * freq / theta^(2j/n) is an f32 on the GPU: its rounding grows with
             // pos (1000 rad carries ~3e-5 rad), which bounds the error of the rotated values.
-            let (nmse, max_abs) = if pos >= 1000 { (1e-9, 5e-4) } else { (1e-10, 1e-4) };
+            let (nmse, max_abs) = if pos >= 1000 {
+                (1e-9, 5e-4)
+            } else {
+                (1e-10, 1e-4)
+            };
             let got_qkv = read(&gpu, &qkvb, qkv.len());
             assert_close(
                 "rope_store (q)",
