@@ -19,7 +19,8 @@ pub use weights::{DenseFfn, Ffn, LoadProgress, MoeFfn, Weights};
 use crate::gguf::{ByteSource, Gguf};
 use crate::gpu::Gpu;
 use crate::kernels::{
-    self, moe, AttnOpts, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo,
+    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows,
+    StepInfo,
     StepUniform, When,
 };
 use crate::sampling::Sampler;
@@ -78,7 +79,7 @@ struct Activations {
     tmp: wgpu::Buffer,          // [ubatch, n_embd] block output before its post-norm (Gemma)
     qkv: wgpu::Buffer,          // [ubatch, (n_head + 2 n_kv_head) * head_dim]
     attn: wgpu::Buffer,         // [ubatch, n_head * head_dim]
-    attn_partial: wgpu::Buffer, // split attention's partial results (kernels::attention_partial_len)
+    attn_partial: wgpu::Buffer, // [n_head, MAX_ATTN_SPLITS, head_dim + 4] split attention's partial results
     gate_up: wgpu::Buffer,      // [ubatch, 2 n_ff] (batched passes)
     hidden: wgpu::Buffer,       // [ubatch, n_ff]
     out_norm: wgpu::Buffer,     // [max_out, n_embd]
@@ -564,19 +565,24 @@ fn record_forward(
             (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
             _ => None,
         };
-        d.push(kernels::rope_store(
-            gpu,
-            &KvBuffers {
-                qkv: &a.qkv,
-                k_cache,
-                v_cache,
-            },
-            &a.step,
-            heads,
-            if sliding { c.rope_local } else { c.rope },
-            qk_norm,
-            &a.dummy,
-        )?);
+        let rope = if sliding { c.rope_local } else { c.rope };
+        // Decode passes do this in attention's prologue.
+        d.push(
+            kernels::rope_store(
+                gpu,
+                &KvBuffers {
+                    qkv: &a.qkv,
+                    k_cache,
+                    v_cache,
+                },
+                &a.step,
+                heads,
+                rope,
+                qk_norm,
+                &a.dummy,
+            )?
+            .only(When::Batch),
+        );
         d.extend(kernels::attention(
             gpu,
             &a.qkv,
@@ -593,6 +599,7 @@ fn record_forward(
                     _ => 0,
                 },
                 softcap: c.attn_softcap,
+                decode_rope: Some(DecodeRope { rope, qk_norm }),
             },
         )?);
         // Output projection and residual add: fused, or through the post-norm (Gemma).
