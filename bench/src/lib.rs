@@ -35,9 +35,7 @@ impl TensorSpec {
         self.dims.iter().product()
     }
     pub fn n_bytes(&self) -> u64 {
-        self.ty
-            .bytes_for(self.n_elements())
-            .expect("whole blocks")
+        self.ty.bytes_for(self.n_elements()).expect("whole blocks")
     }
 }
 
@@ -311,7 +309,8 @@ pub const PRESETS: &[&str] = &["qwen3-30b-a3b", "smollm2-135m", "qwen3moe-tiny"]
 
 /// GPT-2's byte-to-unicode map: the printable stand-in for each byte in byte-level BPE vocabularies.
 fn byte_token(b: u8) -> String {
-    let printable = |c: u32| (33..=126).contains(&c) || (161..=172).contains(&c) || (174..=255).contains(&c);
+    let printable =
+        |c: u32| (33..=126).contains(&c) || (161..=172).contains(&c) || (174..=255).contains(&c);
     if printable(b as u32) {
         return char::from_u32(b as u32).unwrap().to_string();
     }
@@ -403,7 +402,12 @@ pub fn model_spec(s: &Shape) -> ModelSpec {
         t(n("attn_norm.weight"), &[e], GgmlType::F32, -1.0);
         t(n("attn_q.weight"), &[e, qd], q4, amp(e));
         t(n("attn_k.weight"), &[e, kvd], q4, amp(e));
-        t(n("attn_v.weight"), &[e, kvd], if more { q6 } else { q4 }, amp(e));
+        t(
+            n("attn_v.weight"),
+            &[e, kvd],
+            if more { q6 } else { q4 },
+            amp(e),
+        );
         t(n("attn_output.weight"), &[qd, e], q4, amp(qd));
         if s.qk_norm {
             t(n("attn_q_norm.weight"), &[hd], GgmlType::F32, -1.0);
@@ -415,12 +419,22 @@ pub fn model_spec(s: &Shape) -> ModelSpec {
                 t(n("ffn_gate_inp.weight"), &[e, ne], GgmlType::F32, amp(e));
                 t(n("ffn_gate_exps.weight"), &[e, ff, ne], q4, amp(e));
                 t(n("ffn_up_exps.weight"), &[e, ff, ne], q4, amp(e));
-                t(n("ffn_down_exps.weight"), &[ff, e, ne], if more { q6 } else { q4 }, amp(ff));
+                t(
+                    n("ffn_down_exps.weight"),
+                    &[ff, e, ne],
+                    if more { q6 } else { q4 },
+                    amp(ff),
+                );
             }
             None => {
                 t(n("ffn_gate.weight"), &[e, s.n_ff], q4, amp(e));
                 t(n("ffn_up.weight"), &[e, s.n_ff], q4, amp(e));
-                t(n("ffn_down.weight"), &[s.n_ff, e], if more { q6 } else { q4 }, amp(s.n_ff));
+                t(
+                    n("ffn_down.weight"),
+                    &[s.n_ff, e],
+                    if more { q6 } else { q4 },
+                    amp(s.n_ff),
+                );
             }
         }
     }

@@ -25,7 +25,11 @@ struct Args {
 fn main() {
     let a = Args::parse();
     let Some(shape) = tandem_gen::preset(&a.preset) else {
-        eprintln!("unknown preset {:?}; presets: {}", a.preset, tandem_gen::PRESETS.join(", "));
+        eprintln!(
+            "unknown preset {:?}; presets: {}",
+            a.preset,
+            tandem_gen::PRESETS.join(", ")
+        );
         std::process::exit(2);
     };
     let spec = tandem_gen::model_spec(&shape);

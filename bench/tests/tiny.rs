@@ -18,7 +18,10 @@ fn tiny_moe_parses_and_configures() {
     let g = Gguf::parse(&bytes).unwrap();
     let c = Config::from_gguf(&g).unwrap();
     assert_eq!(c.arch, Arch::Qwen3Moe);
-    assert_eq!((c.n_layer, c.n_embd, c.n_vocab, c.head_dim), (2, 256, 1024, 64));
+    assert_eq!(
+        (c.n_layer, c.n_embd, c.n_vocab, c.head_dim),
+        (2, 256, 1024, 64)
+    );
     let m = c.moe.unwrap();
     assert_eq!((m.routing.n_expert, m.routing.k, m.n_ff_exp), (8, 2, 256));
     assert!(m.routing.norm);

@@ -82,7 +82,9 @@ impl GpuExperts {
             let mut bytes = Vec::with_capacity(per_tensor * tensors.len() * n as usize);
             for e in e0..e0 + n {
                 for t in tensors {
-                    bytes.extend_from_slice(&t[e as usize * per_tensor..(e as usize + 1) * per_tensor]);
+                    bytes.extend_from_slice(
+                        &t[e as usize * per_tensor..(e as usize + 1) * per_tensor],
+                    );
                 }
             }
             chunks.push(ExpertChunk {
@@ -422,10 +424,8 @@ pub fn gate_up_batch(
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let pipeline = gpu.pipeline(&key(
-            format!("moe_gate_up_batch_{q}"),
-            GATE_UP_BATCH_LAYOUT,
-        ))?;
+        let pipeline =
+            gpu.pipeline(&key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT))?;
         let params = GateUpBatchParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -489,8 +489,7 @@ pub fn down_batch(
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let pipeline =
-            gpu.pipeline(&key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT))?;
+        let pipeline = gpu.pipeline(&key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT))?;
         let params = DownBatchParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,
@@ -563,8 +562,9 @@ impl MoeBuffers {
         let need = slots * n_embd.max(n_ff) as u64 * 4;
         if need > gpu.max_binding() {
             return Err(Error::Limits {
-                what: "a storage binding for the routed experts' activations (lower the batch size)"
-                    .into(),
+                what:
+                    "a storage binding for the routed experts' activations (lower the batch size)"
+                        .into(),
                 need,
                 have: gpu.max_binding(),
             });
@@ -599,10 +599,14 @@ pub fn routed(
     act: Activation,
 ) -> Result<Vec<Dispatch>> {
     let mut d = vec![router(gpu, &b.logits, bias, &b.route, step, dummy, r)?];
-    d.extend(gate_up(gpu, gate_up_w, x_dec, &b.h, &b.route, dummy, norm, r, act)?);
+    d.extend(gate_up(
+        gpu, gate_up_w, x_dec, &b.h, &b.route, dummy, norm, r, act,
+    )?);
     d.extend(down(gpu, down_w, &b.h, residual, &b.route, r)?);
     d.push(sort(gpu, &b.route, &b.lists, step, r)?);
-    d.extend(gate_up_batch(gpu, gate_up_w, x_batch, &b.h, &b.lists, r, act)?);
+    d.extend(gate_up_batch(
+        gpu, gate_up_w, x_batch, &b.h, &b.lists, r, act,
+    )?);
     d.extend(down_batch(gpu, down_w, &b.h, &b.o, &b.lists, &b.route, r)?);
     d.push(combine(gpu, &b.o, residual, step, down_w.rows, r)?);
     Ok(d)

@@ -11,16 +11,15 @@ mod weights;
 
 use std::sync::Arc;
 
+pub use config::MoeConfig;
 pub use config::{Arch, Config, SlidingWindow};
 pub use perplexity::{perplexity, Perplexity};
-pub use config::MoeConfig;
 pub use weights::{DenseFfn, Ffn, LoadProgress, MoeFfn, Weights};
 
 use crate::gguf::{ByteSource, Gguf};
 use crate::gpu::Gpu;
 use crate::kernels::{
-    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows,
-    StepInfo,
+    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo,
     StepUniform, When,
 };
 use crate::sampling::Sampler;
@@ -73,12 +72,12 @@ impl Default for SessionOptions {
 
 /// Activation buffers, sized for one pass of `ubatch` tokens.
 struct Activations {
-    tokens: wgpu::Buffer,       // [ubatch] u32
-    x: wgpu::Buffer,            // [ubatch, n_embd] the residual stream
-    xn: wgpu::Buffer,           // [ubatch, n_embd] normalised input of a block (batched passes)
-    tmp: wgpu::Buffer,          // [ubatch, n_embd] block output before its post-norm (Gemma)
-    qkv: wgpu::Buffer,          // [ubatch, (n_head + 2 n_kv_head) * head_dim]
-    attn: wgpu::Buffer,         // [ubatch, n_head * head_dim]
+    tokens: wgpu::Buffer,         // [ubatch] u32
+    x: wgpu::Buffer,              // [ubatch, n_embd] the residual stream
+    xn: wgpu::Buffer,             // [ubatch, n_embd] normalised input of a block (batched passes)
+    tmp: wgpu::Buffer,            // [ubatch, n_embd] block output before its post-norm (Gemma)
+    qkv: wgpu::Buffer,            // [ubatch, (n_head + 2 n_kv_head) * head_dim]
+    attn: wgpu::Buffer,           // [ubatch, n_head * head_dim]
     attn_partial: wgpu::Buffer, // [n_head, MAX_ATTN_SPLITS, head_dim + 4] split attention's partial results
     gate_up: wgpu::Buffer,      // [ubatch, 2 n_ff] (batched passes)
     hidden: wgpu::Buffer,       // [ubatch, n_ff]
@@ -723,7 +722,15 @@ fn record_forward(
                 // Decode: gate/up of the k experts (and the shared expert's, which reads x
                 // too, so before anything adds to x), then down + weights + sum into x.
                 d.extend(moe::gate_up(
-                    gpu, &m.gate_up, &a.x, &mb.h, &mb.route, &a.dummy, norm_w, r, c.activation,
+                    gpu,
+                    &m.gate_up,
+                    &a.x,
+                    &mb.h,
+                    &mb.route,
+                    &a.dummy,
+                    norm_w,
+                    r,
+                    c.activation,
                 )?);
                 if let Some(sh) = &m.shared {
                     ffn_in(&mut d, sh, false)?;
@@ -732,7 +739,13 @@ fn record_forward(
                 // Batches: tokens per expert, experts read once per pass, weighted sum.
                 d.push(moe::sort(gpu, &mb.route, &mb.lists, &a.step, r)?);
                 d.extend(moe::gate_up_batch(
-                    gpu, &m.gate_up, &a.xn, &mb.h, &mb.lists, r, c.activation,
+                    gpu,
+                    &m.gate_up,
+                    &a.xn,
+                    &mb.h,
+                    &mb.lists,
+                    r,
+                    c.activation,
                 )?);
                 d.extend(moe::down_batch(
                     gpu, &m.down, &mb.h, &mb.o, &mb.lists, &mb.route, r,

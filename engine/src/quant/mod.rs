@@ -139,8 +139,8 @@ impl fmt::Display for GgmlType {
     }
 }
 
-mod repack;
 pub mod random;
+mod repack;
 pub use repack::{gpu_bytes, repack_for_gpu};
 
 mod dequant;

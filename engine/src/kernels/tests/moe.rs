@@ -76,7 +76,11 @@ pub fn route_ref(logits: &[f32], bias: Option<&[f32]>, r: &Routing) -> Vec<(u32,
     }
     let sum: f32 = out.iter().map(|p| p.1).sum();
     let d = if r.norm {
-        sum + if r.gating == Gating::Sigmoid { 1e-20 } else { 0.0 }
+        sum + if r.gating == Gating::Sigmoid {
+            1e-20
+        } else {
+            0.0
+        }
     } else {
         1.0
     };
@@ -120,7 +124,11 @@ fn routings() -> Vec<(&'static str, Routing, bool)> {
         ("sigmoid bias groups", sig(16, 4, true, 2.5, 4, 2), true),
         ("sigmoid no bias", sig(8, 3, false, 1.0, 1, 1), false),
         ("sigmoid all selected", sig(8, 8, true, 1.0, 2, 2), true),
-        ("sigmoid 256 groups 8/4 top-8", sig(256, 8, true, 2.5, 8, 4), true),
+        (
+            "sigmoid 256 groups 8/4 top-8",
+            sig(256, 8, true, 2.5, 8, 4),
+            true,
+        ),
         ("sigmoid 64 groups k=1", sig(64, 1, false, 1.0, 8, 1), true),
     ]
 }
@@ -140,9 +148,19 @@ fn moe_router_against_reference() {
                 .collect();
             let lb = upload_f32(&gpu, &logits);
             let bb = upload_f32(&gpu, &bias);
-            let route = gpu.storage("route", (n_tokens * r.k as usize * 8) as u64).unwrap();
-            let d = moe::router(&gpu, &lb, with_bias.then_some(&bb), &route, &step, &dummy, &r)
+            let route = gpu
+                .storage("route", (n_tokens * r.k as usize * 8) as u64)
                 .unwrap();
+            let d = moe::router(
+                &gpu,
+                &lb,
+                with_bias.then_some(&bb),
+                &route,
+                &step,
+                &dummy,
+                &r,
+            )
+            .unwrap();
             let s = StepInfo {
                 n_tokens: n_tokens as u32,
                 pos: 0,
@@ -159,7 +177,10 @@ fn moe_router_against_reference() {
                 let g = &got[t * r.k as usize..(t + 1) * r.k as usize];
                 let ids: Vec<u32> = g.iter().map(|p| p.0).collect();
                 let want_ids: Vec<u32> = want.iter().map(|p| p.0).collect();
-                assert_eq!(ids, want_ids, "moe_router {name} n_tokens {n_tokens} token {t}: ids");
+                assert_eq!(
+                    ids, want_ids,
+                    "moe_router {name} n_tokens {n_tokens} token {t}: ids"
+                );
                 for (a, b) in g.iter().zip(&want) {
                     assert!(
                         (a.1 - b.1).abs() <= 1e-5 * b.1.abs().max(1.0),
@@ -209,7 +230,12 @@ fn run_moe(case: &Case, name: &str, r: &Routing, with_bias: bool, n_tokens: usiz
     let amp_in = 1.0 / (emb as f32).sqrt();
     let (gb, gw) = expert_weights(case.ty_gate_up, ne * ff * emb, seed, 2.0 * amp_in);
     let (ub, uw) = expert_weights(case.ty_gate_up, ne * ff * emb, seed + 1, 2.0 * amp_in);
-    let (db, dw) = expert_weights(case.ty_down, ne * emb * ff, seed + 2, 2.0 / (ff as f32).sqrt());
+    let (db, dw) = expert_weights(
+        case.ty_down,
+        ne * emb * ff,
+        seed + 2,
+        2.0 / (ff as f32).sqrt(),
+    );
     let budget = |ty: GgmlType, rows: usize, cols: usize| match case.per_chunk {
         Some(n) => n as u64 * (ty.bytes_for((rows * cols) as u64).unwrap() + 2 * 300),
         None => u64::MAX,
@@ -237,7 +263,11 @@ fn run_moe(case: &Case, name: &str, r: &Routing, with_bias: bool, n_tokens: usiz
     )
     .unwrap();
     if let Some(n) = case.per_chunk {
-        assert_eq!(gate_up.chunks.len(), ne.div_ceil(n as usize), "{name}: chunks");
+        assert_eq!(
+            gate_up.chunks.len(),
+            ne.div_ceil(n as usize),
+            "{name}: chunks"
+        );
     }
     let x = random_f32(seed + 3, n_tokens * emb, 1.0);
     let norm_w = random_f32(seed + 4, emb, 1.0);
@@ -317,15 +347,25 @@ fn run_moe(case: &Case, name: &str, r: &Routing, with_bias: bool, n_tokens: usiz
     assert_close("moe", &shape, &got, &want, 1e-9, 2e-4 * scale.max(1.0));
     if n_tokens > 1 {
         // The token lists: every route slot once, grouped by expert, tokens ascending.
-        let lists = read(&gpu, &b.lists, moe::lists_len(r.n_expert, r.k, n_tokens as u32) as usize);
+        let lists = read(
+            &gpu,
+            &b.lists,
+            moe::lists_len(r.n_expert, r.k, n_tokens as u32) as usize,
+        );
         let lists: Vec<u32> = lists.iter().map(|v| v.to_bits()).collect();
         let route = read_route(&gpu, &b.route, n_tokens * k);
         let head = ne + 1;
         assert_eq!(lists[ne] as usize, n_tokens * k, "{shape}: lists total");
         for e in 0..ne {
             let slots = &lists[head + lists[e] as usize..head + lists[e + 1] as usize];
-            assert!(slots.windows(2).all(|w| w[0] < w[1]), "{shape}: expert {e} order");
-            assert!(slots.iter().all(|&s| route[s as usize].0 == e as u32), "{shape}: expert {e}");
+            assert!(
+                slots.windows(2).all(|w| w[0] < w[1]),
+                "{shape}: expert {e} order"
+            );
+            assert!(
+                slots.iter().all(|&s| route[s as usize].0 == e as u32),
+                "{shape}: expert {e}"
+            );
         }
     }
 }
@@ -351,7 +391,14 @@ fn moe_experts_f32_q8_0() {
         };
         for (name, r, bias) in routings.iter().filter(|(_, r, _)| r.n_expert <= 16) {
             for n_tokens in [1, 3, 16, 40] {
-                run_moe(&case, name, r, *bias, n_tokens, 1000 * i as u64 + n_tokens as u64);
+                run_moe(
+                    &case,
+                    name,
+                    r,
+                    *bias,
+                    n_tokens,
+                    1000 * i as u64 + n_tokens as u64,
+                );
             }
         }
     }
@@ -377,7 +424,14 @@ fn moe_experts_k_quants() {
         };
         for (name, r, bias) in routings.iter().filter(|(_, r, _)| r.n_expert <= 16).take(6) {
             for n_tokens in [1, 3, 16, 40] {
-                run_moe(&case, name, r, *bias, n_tokens, 5000 + 1000 * i as u64 + n_tokens as u64);
+                run_moe(
+                    &case,
+                    name,
+                    r,
+                    *bias,
+                    n_tokens,
+                    5000 + 1000 * i as u64 + n_tokens as u64,
+                );
             }
         }
     }
