@@ -14,7 +14,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{grid_2d, key, qtype_suffix, Activation, Dispatch, When, MATVEC_ROWS};
+use super::{grid_2d, key, matvec_key, matvec_rows, qtype_suffix, Activation, Dispatch, When};
 use crate::gpu::{Binding, Gpu};
 use crate::quant::{repack_for_gpu, GgmlType};
 use crate::{Error, Result};
@@ -299,7 +299,12 @@ pub fn gate_up(
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let pipeline = gpu.pipeline(&key(format!("moe_gate_up_{q}"), GATE_UP_LAYOUT))?;
+        let rows = matvec_rows(gpu);
+        let pipeline = gpu.pipeline(&matvec_key(
+            format!("moe_gate_up_{q}"),
+            GATE_UP_LAYOUT,
+            rows,
+        )?)?;
         let params = GateUpParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -322,7 +327,7 @@ pub fn gate_up(
             grid: Box::new(move |s| {
                 When::Decode
                     .admits(s)
-                    .then_some((0, [n_ff.div_ceil(MATVEC_ROWS), k, 1]))
+                    .then_some((0, [n_ff.div_ceil(rows), k, 1]))
             }),
         });
     }
@@ -361,7 +366,8 @@ pub fn down(
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let pipeline = gpu.pipeline(&key(format!("moe_down_{q}"), DOWN_LAYOUT))?;
+        let rows = matvec_rows(gpu);
+        let pipeline = gpu.pipeline(&matvec_key(format!("moe_down_{q}"), DOWN_LAYOUT, rows)?)?;
         let params = DownParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,
@@ -379,7 +385,7 @@ pub fn down(
             grid: Box::new(move |s| {
                 When::Decode
                     .admits(s)
-                    .then(|| (0, grid_2d(n_rows.div_ceil(MATVEC_ROWS))))
+                    .then(|| (0, grid_2d(n_rows.div_ceil(rows))))
             }),
         });
     }
