@@ -223,3 +223,76 @@ fn gemma3_270m() {
         },
     );
 }
+
+#[test]
+fn tiny_qwen3moe() {
+    check_golden(
+        "model_tiny-qwen3moe.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_qwen3moe_q8_0() {
+    check_golden(
+        "model_tiny-qwen3moe-q8_0.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_glm4moe() {
+    check_golden(
+        "model_tiny-glm4moe.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+#[test]
+fn tiny_glm4moe_q8_0() {
+    check_golden(
+        "model_tiny-glm4moe-q8_0.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
+/// The decode step of a MoE model stays a short fixed list: per MoE layer 4 attention dispatches
+/// + router matvec, top-k, expert gate/up, expert down (+ the shared expert's 2 for glm4moe).
+#[test]
+fn moe_dispatches_per_token() {
+    for (file, want) in [
+        // Attention blocks take 3 (QKV, attention with RoPE and the KV store, output; one split
+        // at position 0, so no combine). MoE blocks 4 (router matvec, router, gate_up, down), a
+        // shared expert 2 more, a dense FFN 2.
+        // embed + 2 x (3 + 4) + output norm + output + argmax
+        ("tests/fixtures/tiny-qwen3moe.gguf", 1 + 2 * 7 + 3),
+        // embed + dense layer (3 + 2) + 2 x (3 + 4 + 2) + output norm + output + argmax
+        ("tests/fixtures/tiny-glm4moe.gguf", 1 + 5 + 2 * 9 + 3),
+    ] {
+        let src = MmapSource::open(&repo().join(file)).unwrap();
+        let g = Gguf::parse(&src).unwrap();
+        let model =
+            Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
+        let s = pollster::block_on(Session::new(
+            model,
+            SessionOptions {
+                ctx: 64,
+                ubatch: 16,
+            },
+        ))
+        .unwrap();
+        assert_eq!(s.dispatches_per_token(), want, "{file}");
+    }
+}

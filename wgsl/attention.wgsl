@@ -1,65 +1,149 @@
 // tandem:include common/step.wgsl
+// tandem:include common/rope.wgsl
 //
-// out[t, h, :] = softmax(q[t, h] . K[kv(h), s] * scale) . V[kv(h), s] over the positions s the
-// query at position pos + t may see: causal (s <= pos + t) and, with a sliding window, within the
-// last `window` positions. Grouped-query attention maps head h to KV head h / (n_head / n_kv_head).
-// Work split: grid (n_head, n_tokens, n_split). The visible range of each query is cut into
-// n_split equal parts ("flash decoding": a decode step has few heads, so the keys are spread over
-// workgroups too); each workgroup runs an online softmax over its part in tiles of 128 keys, one
-// score per thread, thread i owning output dims i and i + 128. With one split it writes `out`;
-// otherwise it writes (max, sum, unnormalised output) to `partial` for attention_combine.wgsl.
+// out[t, h, :] = softmax(cap(q[t, h] . K[kv(h), s] * scale)) . V[kv(h), s] over the positions s
+// the query at position pos + t may see: causal (s <= pos + t) and, with a sliding window, within
+// the last `window` positions. Grouped-query attention maps head h to KV head h / (n_head /
+// n_kv_head); cap(x) = softcap * tanh(x / softcap) when softcap > 0.
+//
+// Work split: grid (n_head, n_tokens, n_split), 256 threads. Each query's visible range is cut
+// into n_split parts of whole 64-key tiles ("flash decoding": a decode step has few heads, so the
+// keys are spread over workgroups too; a long prefill has enough queries and takes n_split = 1).
+// Per tile, every thread first issues all its loads at once, so a tile costs one trip to memory:
+// - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of q and
+//   of K[key]; the 4 partial dots meet in workgroup memory;
+// - output: thread (c, g) owns vec4 chunk c of the output for keys g, g + KG, ... of the tile
+//   (KG = 256 / (HD / 4) key groups), so HD / 4 adjacent threads read one whole V row.
+// An online softmax runs over the tiles (running max m, sum l). At the end the KG partial outputs
+// are summed in workgroup memory; with one split the result goes to `out`, otherwise
+// (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
+//
+// Decode prologue (flags bit 1, passes of one token): the kernel also does rope_store's work, so a
+// decode step needs no rope_store dispatch. q is read raw from the QKV output and gets the
+// optional q norm and RoPE in workgroup memory; the workgroup whose part holds the new position
+// builds the new key (k norm, RoPE) and value from the QKV output too and uses them for that
+// position, and the one of the heads sharing that KV head writes them to the caches. No other
+// workgroup of the dispatch reads that position, so the store needs no ordering.
+// Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB.
 
 struct Params {
     n_head: u32,
     n_kv_head: u32,
-    head_dim: u32,  // a multiple of 4, <= 256
+    head_dim: u32,  // = HD
     ctx: u32,
     scale: f32,
     window: u32,    // 0: no sliding window
-    softcap: f32,   // 0: none; else scores become softcap * tanh(score / softcap)
+    softcap: f32,   // 0: none
     q_stride: u32,  // floats between tokens in q (the QKV output's width)
+    // Decode prologue (rope_store.wgsl's parameters)
+    n_rot: u32,
+    mode: u32,      // RoPE mode: 0 normal, 1 NeoX
+    theta_base: f32,
+    freq_scale: f32,
+    eps: f32,       // q/k norm epsilon
+    flags: u32,     // bit 0: q/k RMSNorm; bit 1: the decode prologue (applies when n_tokens = 1)
+    _pad0: u32,
+    _pad1: u32,
 }
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;               // [n_tokens, q_stride], Q heads first
-@group(0) @binding(1) var<storage, read> k_cache: array<vec4<f32>>;   // [n_kv_head, ctx, head_dim]
-@group(0) @binding(2) var<storage, read> v_cache: array<f32>;         // [n_kv_head, ctx, head_dim]
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;       // [n_tokens, n_head * head_dim]
-@group(0) @binding(4) var<storage, read_write> partial: array<f32>;   // [n_tokens, n_head, n_split, head_dim + 2]
-@group(0) @binding(5) var<uniform> p: Params;
-@group(0) @binding(6) var<uniform> step: Step;
+override HD: u32 = 64u;                      // head size: a multiple of 4, at most 256
+const TK: u32 = 64u;                         // keys per tile
+const LANES: u32 = 4u;                       // threads per key for the scores
+override HD4: u32 = HD / 4u;                 // vec4 chunks per head
+override KC: u32 = (HD4 + LANES - 1u) / LANES;  // chunks per lane of a key (<= 16)
+override KG: u32 = 256u / HD4;               // key groups of the output product
+override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product (<= 16)
 
-const TILE: u32 = 128u;
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;                 // [n_tokens, q_stride / 4]: Q heads, K heads, V heads
+@group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
+@group(0) @binding(2) var<storage, read_write> v_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
+@group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;         // [n_tokens, n_head, HD / 4]
+@group(0) @binding(4) var<storage, read_write> partial: array<vec4<f32>>;     // [n_tokens, n_head, n_split, 1 + HD / 4]: (m, l, 0, 0), output
+@group(0) @binding(5) var<storage, read> q_norm: array<f32>;                  // [HD] or unused
+@group(0) @binding(6) var<storage, read> k_norm: array<f32>;                  // [HD] or unused
+@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(8) var<uniform> step: Step;
+
 const NEG: f32 = -3.0e38;
 
-var<workgroup> qs: array<vec4<f32>, 64>;
-var<workgroup> probs: array<f32, TILE>;
-var<workgroup> red: array<f32, TILE>;
+var<workgroup> dots: array<f32, 256>;           // [TK, LANES] partial dot products
+var<workgroup> scores: array<f32, TK>;
+var<workgroup> probs: array<f32, TK>;
+var<workgroup> outs: array<vec4<f32>, 256>;     // [KG, HD4] partial outputs
+var<workgroup> qh: array<f32, 256>;             // decode prologue: q, the new key, the new value
+var<workgroup> kh: array<f32, 256>;
+var<workgroup> vh: array<f32, 256>;
+var<workgroup> nred: array<vec2<f32>, 128>;
 
-fn reduce_max(lid: u32) -> f32 {
-    for (var s = TILE / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            red[lid] = max(red[lid], red[lid + s]);
+// Decode prologue: q (and, with `with_k`, the new key and value) of token 0 from the QKV output,
+// normed and rotated into qh (kh, vh). Every thread calls it.
+fn prologue(lid: u32, h: u32, kvh: u32, with_k: bool) {
+    var xq = 0.0;
+    var xk = 0.0;
+    if (lid < HD) {
+        let qi = h * HD + lid;
+        xq = q[qi / 4u][qi % 4u];
+        if (with_k) {
+            let ki = (p.n_head + kvh) * HD + lid;
+            let vi = (p.n_head + p.n_kv_head + kvh) * HD + lid;
+            xk = q[ki / 4u][ki % 4u];
+            vh[lid] = q[vi / 4u][vi % 4u];
+        }
+    }
+    if ((p.flags & 1u) != 0u) {
+        // Sums of squares of both heads, 2 per thread, then a tree.
+        var ss = vec2<f32>(xq * xq, xk * xk);
+        qh[lid] = xq;
+        kh[lid] = xk;
+        workgroupBarrier();
+        if (lid < 128u) {
+            let a = qh[lid + 128u];
+            let b = kh[lid + 128u];
+            nred[lid] = ss + vec2<f32>(a * a, b * b);
+        }
+        workgroupBarrier();
+        for (var k = 64u; k > 0u; k >>= 1u) {
+            if (lid < k) {
+                nred[lid] += nred[lid + k];
+            }
+            workgroupBarrier();
+        }
+        let inv = inverseSqrt(nred[0] / f32(HD) + p.eps);
+        if (lid < HD) {
+            xq *= inv.x * q_norm[lid];
+            xk *= inv.y * k_norm[lid];
         }
         workgroupBarrier();
     }
-    let r = red[0];
+    qh[lid] = xq;
+    kh[lid] = xk;
     workgroupBarrier();
-    return r;
-}
-
-fn reduce_sum(lid: u32) -> f32 {
-    for (var s = TILE / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
+    let log2_theta = log2(p.theta_base);
+    var rq = xq;
+    var rk = xk;
+    if (lid < p.n_rot) {
+        let j = rope_partner(lid, p.n_rot, p.mode);
+        rq = rope_apply(xq, qh[j], lid, step.pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
+        rk = rope_apply(xk, kh[j], lid, step.pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
     }
-    let r = red[0];
     workgroupBarrier();
-    return r;
+    qh[lid] = rq;
+    kh[lid] = rk;
+    workgroupBarrier();
 }
 
-@compute @workgroup_size(128)
+// Chunk i of qh, kh, vh.
+fn qh4(i: u32) -> vec4<f32> {
+    return vec4<f32>(qh[4u * i], qh[4u * i + 1u], qh[4u * i + 2u], qh[4u * i + 3u]);
+}
+fn kh4(i: u32) -> vec4<f32> {
+    return vec4<f32>(kh[4u * i], kh[4u * i + 1u], kh[4u * i + 2u], kh[4u * i + 3u]);
+}
+fn vh4(i: u32) -> vec4<f32> {
+    return vec4<f32>(vh[4u * i], vh[4u * i + 1u], vh[4u * i + 2u], vh[4u * i + 3u]);
+}
+
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
     let h = wg.x;
@@ -69,91 +153,136 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (t >= step.n_tokens) {
         return;
     }
-    let hd = p.head_dim;
-    let hd4 = hd / 4u;
     let kvh = h / (p.n_head / p.n_kv_head);
     let qpos = step.pos + t;
-    let qi = t * p.q_stride + h * hd;
-    for (var i = lid; i < hd4; i += TILE) {
-        qs[i] = vec4<f32>(q[qi + 4u * i], q[qi + 4u * i + 1u], q[qi + 4u * i + 2u], q[qi + 4u * i + 3u]) * p.scale;
-    }
-    workgroupBarrier();
-    // This query's visible range, and this split's part of it.
+    // This query's visible range, and this split's whole tiles of it.
     var first = 0u;
     if (p.window > 0u && qpos + 1u > p.window) {
         first = qpos + 1u - p.window;
     }
     let len = qpos + 1u - first;
-    let part = (len + n_split - 1u) / n_split;
+    let part = ((len + n_split - 1u) / n_split + TK - 1u) / TK * TK;
     let begin = first + min(len, split * part);
-    let end = first + min(len, (split + 1u) * part);  // exclusive
-    let kv0 = kvh * p.ctx * hd;
+    let end = first + min(len, split * part + part);  // exclusive
+
+    // Score layout: key `sk` of the tile, lane `lane`; q chunks of this lane in registers.
+    let sk = lid / LANES;
+    let lane = lid % LANES;
+    // With the decode prologue, the new position's key and value come from workgroup memory.
+    let fused = (p.flags & 2u) != 0u && step.n_tokens == 1u;
+    let has_new = fused && begin <= qpos && qpos < end;
+    if (fused) {
+        prologue(lid, h, kvh, has_new);
+        if (has_new && h % (p.n_head / p.n_kv_head) == 0u && lid < HD4) {
+            let o = (kvh * p.ctx + qpos) * HD4 + lid;
+            k_cache[o] = kh4(lid);
+            v_cache[o] = vh4(lid);
+        }
+    }
+    let q0 = (t * p.q_stride + h * HD) / 4u;
+    var qv: array<vec4<f32>, 16>;
+    for (var c = 0u; c < KC; c++) {
+        let i = lane + c * LANES;
+        if (i >= HD4) {
+            qv[c] = vec4<f32>(0.0);
+        } else if (fused) {
+            qv[c] = qh4(i);
+        } else {
+            qv[c] = q[q0 + i];
+        }
+    }
+    // Output layout: chunk `oc`, key group `og` (threads past KG * HD4 only help with scores).
+    let oc = lid % HD4;
+    let og = lid / HD4;
+    let kv0 = kvh * p.ctx * HD4;
+
     var m = NEG;
     var l = 0.0;
-    var acc0 = 0.0;
-    var acc1 = 0.0;
-    for (var s0 = begin; s0 < end; s0 += TILE) {
-        let s = s0 + lid;
-        var score = NEG;
-        if (s < end) {
-            let ko = (kv0 + s * hd) / 4u;
-            var d = 0.0;
-            for (var i = 0u; i < hd4; i++) {
-                d += dot(qs[i], k_cache[ko + i]);
+    var acc = vec4<f32>(0.0);
+    for (var s0 = begin; s0 < end; s0 += TK) {
+        // All of this tile's loads first: one key's chunks and KPT values' chunks per thread.
+        var kk: array<vec4<f32>, 16>;
+        let s = s0 + sk;
+        for (var c = 0u; c < KC; c++) {
+            let i = lane + c * LANES;
+            if (has_new && s == qpos && i < HD4) {
+                kk[c] = kh4(i);
+            } else if (s < end && i < HD4) {
+                kk[c] = k_cache[kv0 + s * HD4 + i];
+            } else {
+                kk[c] = vec4<f32>(0.0);
             }
-            if (p.softcap > 0.0) {
-                d = p.softcap * tanh(d / p.softcap);
+        }
+        var vv: array<vec4<f32>, 16>;
+        for (var j = 0u; j < KPT; j++) {
+            let kj = og + j * KG;
+            if (og < KG && kj < TK && has_new && s0 + kj == qpos) {
+                vv[j] = vh4(oc);
+            } else if (og < KG && kj < TK && s0 + kj < end) {
+                vv[j] = v_cache[kv0 + (s0 + kj) * HD4 + oc];
+            } else {
+                vv[j] = vec4<f32>(0.0);
             }
-            score = d;
         }
-        red[lid] = score;
-        workgroupBarrier();
-        let new_m = max(m, reduce_max(lid));
-        var e = 0.0;
-        if (s < end) {
-            e = exp(score - new_m);
+        var d = 0.0;
+        for (var c = 0u; c < KC; c++) {
+            d += dot(qv[c], kk[c]);
         }
-        probs[lid] = e;
-        red[lid] = e;
+        dots[lid] = d;
         workgroupBarrier();
-        let tile_sum = reduce_sum(lid);
+        if (lid < TK) {
+            var sc = NEG;
+            if (s0 + lid < end) {
+                let b = lid * LANES;
+                sc = (dots[b] + dots[b + 1u] + dots[b + 2u] + dots[b + 3u]) * p.scale;
+                if (p.softcap > 0.0) {
+                    sc = p.softcap * tanh(sc / p.softcap);
+                }
+            }
+            scores[lid] = sc;
+        }
+        workgroupBarrier();
+        var tile_max = NEG;
+        for (var j = 0u; j < TK; j++) {
+            tile_max = max(tile_max, scores[j]);
+        }
+        let new_m = max(m, tile_max);
+        if (lid < TK) {
+            probs[lid] = select(0.0, exp(scores[lid] - new_m), s0 + lid < end);
+        }
+        workgroupBarrier();
         let alpha = exp(m - new_m);
+        var tile_sum = 0.0;
+        for (var j = 0u; j < TK; j++) {
+            tile_sum += probs[j];
+        }
         l = l * alpha + tile_sum;
-        acc0 *= alpha;
-        acc1 *= alpha;
-        let n = min(TILE, end - s0);
-        for (var j = 0u; j < n; j++) {
-            let vo = kv0 + (s0 + j) * hd;
-            let pj = probs[j];
-            if (lid < hd) {
-                acc0 += pj * v_cache[vo + lid];
-            }
-            if (lid + TILE < hd) {
-                acc1 += pj * v_cache[vo + lid + TILE];
+        acc *= alpha;
+        for (var j = 0u; j < KPT; j++) {
+            let kj = og + j * KG;
+            if (kj < TK) {
+                acc += probs[kj] * vv[j];
             }
         }
         m = new_m;
-        workgroupBarrier();
+        workgroupBarrier();  // the next tile reuses dots, scores and probs
     }
-    if (n_split == 1u) {
-        let o = (t * p.n_head + h) * hd;
-        if (lid < hd) {
-            out[o + lid] = acc0 / l;
-        }
-        if (lid + TILE < hd) {
-            out[o + lid + TILE] = acc1 / l;
-        }
+    outs[lid] = acc;
+    workgroupBarrier();
+    if (lid >= HD4) {
         return;
     }
-    let po = ((t * p.n_head + h) * n_split + split) * (hd + 2u);
+    var o = vec4<f32>(0.0);
+    for (var g = 0u; g < KG; g++) {
+        o += outs[g * HD4 + lid];
+    }
+    if (n_split == 1u) {
+        out[(t * p.n_head + h) * HD4 + lid] = o / l;
+        return;
+    }
+    let po = ((t * p.n_head + h) * n_split + split) * (HD4 + 1u);
     if (lid == 0u) {
-        partial[po] = m;
-        partial[po + 1u] = l;
+        partial[po] = vec4<f32>(m, l, 0.0, 0.0);
     }
-    if (lid < hd) {
-        partial[po + 2u + lid] = acc0;
-    }
-    if (lid + TILE < hd) {
-        partial[po + 2u + lid + TILE] = acc1;
-    }
+    partial[po + 1u + lid] = o;
 }

@@ -12,7 +12,7 @@
 // Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
 
 override WG: u32 = 256u;
-override ROWS: u32 = 4u;
+override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
 
 struct Params {
     n_rows: u32,    // rows of this weight chunk

@@ -11,7 +11,7 @@
 // its 8-element units accumulating both dot products, then reduce them in workgroup memory.
 
 override WG: u32 = 256u;
-override ROWS: u32 = 4u;
+override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
 
 struct Params {
     n_rows: u32,    // output rows (the FFN width); the weight has 2 * n_rows

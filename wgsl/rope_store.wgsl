@@ -1,11 +1,13 @@
 // tandem:include common/step.wgsl
+// tandem:include common/rope.wgsl
 //
 // Prepares attention inputs for every token of the pass, one head per workgroup, from the QKV
 // projection's output (per token: the n_head Q heads, then the K heads, then the V heads):
 // Q heads get the optional per-head RMSNorm (Qwen3, Gemma3 q/k norm) and RoPE in place;
 // K heads get the same and are written to the K cache at their position; V heads are copied to
 // the V cache. RoPE pairs adjacent elements (mode 0, GGML "normal") or halves (mode 1, NeoX),
-// rotating the first n_rot elements; angles are reduced to [0, 2pi) before cos/sin.
+// rotating the first n_rot elements (common/rope.wgsl). The forward pass runs it for batched
+// passes only: a decode step does the same in attention's prologue (attention.wgsl).
 // Grid: (n_head + 2 * n_kv_head, n_tokens); 128 threads, each owning elements lid and lid + 128.
 
 struct Params {
@@ -86,34 +88,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     } else {
         dst = (kh * p.ctx + pos) * hd;
     }
-    let half = p.n_rot / 2u;
+    let log2_theta = log2(p.theta_base);
     for (var i = lid; i < hd; i += 128u) {
         var out = hv[i];
         if (i < p.n_rot) {
-            // Pair index j and this element's partner.
-            var j: u32;
-            var first: bool;
-            var partner: u32;
-            if (p.mode == 0u) {
-                j = i / 2u;
-                first = (i % 2u) == 0u;
-                partner = select(i - 1u, i + 1u, first);
-            } else {
-                j = i % half;
-                first = i < half;
-                partner = select(i - half, i + half, first);
-            }
-            let inv_freq = pow(p.theta_base, -2.0 * f32(j) / f32(p.n_rot));
-            var angle = f32(pos) * p.freq_scale * inv_freq;
-            angle = angle - 6.283185307179586 * floor(angle / 6.283185307179586);
-            let c = cos(angle);
-            let s = sin(angle);
-            let other = hv[partner];
-            if (first) {
-                out = hv[i] * c - other * s;
-            } else {
-                out = other * s + hv[i] * c;
-            }
+            out = rope_apply(hv[i], hv[rope_partner(i, p.n_rot, p.mode)], i, pos, p.n_rot, p.mode,
+                             log2_theta, p.freq_scale);
         }
         if (is_q) {
             qkv[dst + i] = out;

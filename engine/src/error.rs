@@ -39,7 +39,7 @@ pub enum Error {
         found: Vec<u64>,
         expected: Vec<u64>,
     },
-    #[error("unsupported model architecture {0:?}; Tandem runs llama, qwen2, qwen3 and gemma3")]
+    #[error("unsupported model architecture {0:?}; Tandem runs llama, qwen2, qwen3, gemma3, qwen3moe and glm4moe")]
     UnsupportedArchitecture(String),
     #[error("no GPU adapter found: {0}. Install a Vulkan, Metal or DX12 driver (or Mesa's lavapipe for a software GPU)")]
     NoAdapter(String),

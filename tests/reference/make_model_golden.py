@@ -194,10 +194,14 @@ def tiny_cases(vocab, bos, tok_ids_of):
     ]
 
 
-def tiny_models():
+TINY = ["tiny-llama", "tiny-llama-q8_0", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3",
+        "tiny-qwen3moe", "tiny-qwen3moe-q8_0", "tiny-glm4moe", "tiny-glm4moe-q8_0"]
+
+
+def tiny_models(only=None):
     text = (REPO / PPL_TEXT).read_text()
     fx = REPO / "tests" / "fixtures"
-    names = ["tiny-llama", "tiny-llama-q8_0", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3"]
+    names = [n for n in TINY if not only or n in only]
     sys.path.insert(0, str(Path(__file__).parent))
     from make_tiny_models import load_gguf_as_hf  # same loader the round-trip check uses
     import sentencepiece as spm
@@ -230,9 +234,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", choices=["real", "tiny", "all"], default="all")
     ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/tandem/models"))
+    ap.add_argument("--only", default=None, help="comma-separated tiny fixture names (default: all)")
     a = ap.parse_args()
     if a.models in ("tiny", "all"):
-        tiny_models()
+        tiny_models(a.only.split(",") if a.only else None)
     if a.models in ("real", "all"):
         real_models(a.models_dir)
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Random-weight tiny models of each family Tandem supports, as GGUF fixtures.
 
-For each family (llama, qwen2, qwen3, gemma3): build a small transformers model from a config,
+For each family (llama, qwen2, qwen3, gemma3, qwen3moe, glm4moe): build a small transformers model from a config,
 seeded, with weights drawn large enough that logit margins are clear; save_pretrained it with a
 small sentencepiece tokenizer (512 tokens, trained here on the perplexity text); convert with
 llama.cpp's convert_hf_to_gguf.py (--outtype f32; llama also --outtype q8_0) into tests/fixtures/;
 then load every GGUF back with transformers (gguf_file=...) and check its logits against the
 original torch model (this catches converter permutations / norm offsets / missing keys).
+The MoE families (qwen3moe, glm4moe) also get a q8_0 GGUF; transformers cannot load their GGUFs, so
+they are read back with gguf-py into the transformers model by name (load_moe_gguf). transformers 5
+stores experts fused (experts.gate_up_proj [E, 2F, H], experts.down_proj [E, H, F]); the glm4moe
+converter wants them per expert, so they are split before conversion; the converter's GLM vocab
+(which wants GLM's own BPE tokenizer) is replaced by the sentencepiece one (convert()).
 
 Needs the llama.cpp converter: --llama-cpp DIR (the vendor/llama.cpp folder of the PyPI source
 package llama-cpp-python==0.3.36). See tests/reference/README.md.
@@ -54,8 +59,12 @@ def make_tokenizer():
     shutil.copy(f"{prefix}.model", TOKENIZER)
 
 
+MOE_FAMILIES = ("qwen3moe", "glm4moe")
+
+
 def configs():
-    from transformers import Gemma3TextConfig, LlamaConfig, Qwen2Config, Qwen3Config
+    from transformers import (Gemma3TextConfig, Glm4MoeConfig, LlamaConfig, Qwen2Config, Qwen3Config,
+                              Qwen3MoeConfig)
     return {
         # untied output head (output.weight present), head_dim 16, rope adjacent-pair mode after
         # the converter's Q/K permutation
@@ -78,6 +87,20 @@ def configs():
                                         "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                                         "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}}),
                    14),
+        # softmax router, 8 experts, top-2, renormalised weights; q/k norm; expert FFN 64
+        "qwen3moe": (Qwen3MoeConfig(**COMMON, num_hidden_layers=2, head_dim=32, rms_norm_eps=1e-6,
+                                    tie_word_embeddings=False, num_experts=8, num_experts_per_tok=2,
+                                    moe_intermediate_size=64, norm_topk_prob=True,
+                                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}), 15),
+        # sigmoid router with score bias, 8 experts in 2 groups (1 kept), top-2, routed scaling 2.5,
+        # one shared expert, layer 0 dense, partial rotary (0.5 of head 32), q/k/v bias
+        "glm4moe": (Glm4MoeConfig(**COMMON, num_hidden_layers=3, head_dim=32, rms_norm_eps=1e-5,
+                                  tie_word_embeddings=False, attention_bias=True, n_routed_experts=8,
+                                  num_experts_per_tok=2, n_group=2, topk_group=1, n_shared_experts=1,
+                                  first_k_dense_replace=1, routed_scaling_factor=2.5, norm_topk_prob=True,
+                                  moe_intermediate_size=64,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                   "partial_rotary_factor": 0.5}), 16),
     }
 
 
@@ -102,6 +125,9 @@ def build(family, config, seed):
                 p.copy_(std * torch.randn(p.shape, generator=g))
             else:
                 p.copy_(0.25 * torch.randn(p.shape, generator=g))
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):  # glm4moe's selection bias
+                b.copy_(0.1 * torch.randn(b.shape, generator=g))
     return model
 
 
@@ -110,6 +136,8 @@ def save_hf(family, model):
     if d.exists():
         shutil.rmtree(d)
     model.save_pretrained(d)
+    if family == "glm4moe":
+        split_experts(d)
     shutil.copy(TOKENIZER, d / "tokenizer.model")
     (d / "tokenizer_config.json").write_text(json.dumps({
         "add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
@@ -117,11 +145,50 @@ def save_hf(family, model):
     return d
 
 
+def split_experts(d):
+    """transformers 5's fused experts -> the per-expert tensors the glm4moe converter expects."""
+    from safetensors.torch import load_file, save_file
+    files = list(d.glob("*.safetensors"))
+    assert len(files) == 1, files
+    sd = load_file(files[0])
+    out = {}
+    for k, v in sd.items():
+        if k.endswith("mlp.experts.gate_up_proj"):
+            base = k[:-len("gate_up_proj")]
+            f = v.shape[1] // 2
+            for e in range(v.shape[0]):
+                out[f"{base}{e}.gate_proj.weight"] = v[e, :f].contiguous()
+                out[f"{base}{e}.up_proj.weight"] = v[e, f:].contiguous()
+        elif k.endswith("mlp.experts.down_proj"):
+            base = k[:-len("down_proj")]
+            for e in range(v.shape[0]):
+                out[f"{base}{e}.down_proj.weight"] = v[e].contiguous()
+        else:
+            out[k] = v
+    save_file(out, files[0], metadata={"format": "pt"})
+
+
+# Runs the converter with the MoE models' vocab taken from tokenizer.model (sentencepiece): the
+# glm4moe converter otherwise insists on GLM's BPE tokenizer and its special tokens.
+CONVERT_SHIM = """
+import runpy, sys
+sys.path.insert(0, sys.argv[1])
+import conversion.glm, conversion.qwen
+for cls in (conversion.glm.Glm4MoeModel, conversion.qwen.Qwen2MoeModel):
+    cls.set_vocab = lambda self: self._set_vocab_sentencepiece()
+script = sys.argv[1] + "/convert_hf_to_gguf.py"
+sys.argv = [script] + sys.argv[2:]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
 def convert(llama_cpp, hf_dir, out, outtype):
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(llama_cpp) / "gguf-py")  # the converter's own gguf-py
     cmd = [sys.executable, str(Path(llama_cpp) / "convert_hf_to_gguf.py"), str(hf_dir),
            "--outfile", str(out), "--outtype", outtype]
+    if any(f in str(hf_dir) for f in MOE_FAMILIES):
+        cmd = [sys.executable, "-c", CONVERT_SHIM, str(llama_cpp)] + cmd[2:]
     print("  $", " ".join(cmd), flush=True)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode != 0:
@@ -143,6 +210,60 @@ def gguf_kv(path):
     return out
 
 
+GGUF_TO_HF = {
+    "attn_norm.weight": "input_layernorm.weight", "ffn_norm.weight": "post_attention_layernorm.weight",
+    "post_attention_norm.weight": "post_attention_layernorm.weight",  # glm4moe names its FFN norm so
+    "attn_q.weight": "self_attn.q_proj.weight", "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_v.weight": "self_attn.v_proj.weight", "attn_output.weight": "self_attn.o_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias", "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_q_norm.weight": "self_attn.q_norm.weight", "attn_k_norm.weight": "self_attn.k_norm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight", "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight", "ffn_gate_inp.weight": "mlp.gate.weight",
+    "exp_probs_b.bias": "mlp.gate.e_score_correction_bias",
+    "ffn_gate_shexp.weight": "mlp.shared_experts.gate_proj.weight",
+    "ffn_up_shexp.weight": "mlp.shared_experts.up_proj.weight",
+    "ffn_down_shexp.weight": "mlp.shared_experts.down_proj.weight",
+    "ffn_down_exps.weight": "mlp.experts.down_proj",
+}
+
+
+def load_moe_gguf(path, family):
+    """The transformers model of a MoE fixture with every weight read from the GGUF (dequantized by
+    gguf-py): transformers 5.24 has no GGUF loader for qwen3moe/glm4moe. Neither converter permutes
+    Q/K (both are NeoX-rope models), so the mapping is by name only."""
+    import numpy as np
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    from transformers import AutoModelForCausalLM
+    config, _ = configs()[family]
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    sd = {}
+    exps = {}
+    for t in GGUFReader(str(path)).tensors:
+        a = torch.from_numpy(np.array(dequantize(t.data, t.tensor_type), dtype=np.float32))
+        a = a.reshape([int(x) for x in reversed(t.shape.tolist())])
+        n = t.name
+        if n == "token_embd.weight":
+            sd["model.embed_tokens.weight"] = a
+        elif n == "output_norm.weight":
+            sd["model.norm.weight"] = a
+        elif n == "output.weight":
+            sd["lm_head.weight"] = a
+        else:
+            _, il, rest = n.split(".", 2)
+            if rest in ("ffn_gate_exps.weight", "ffn_up_exps.weight"):
+                exps.setdefault(il, {})[rest] = a
+                continue
+            sd[f"model.layers.{il}.{GGUF_TO_HF[rest]}"] = a
+    for il, e in exps.items():
+        sd[f"model.layers.{il}.mlp.experts.gate_up_proj"] = torch.cat(
+            [e["ffn_gate_exps.weight"], e["ffn_up_exps.weight"]], dim=1)
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    assert not unexpected and not [m for m in missing if "rotary" not in m], (missing, unexpected)
+    return model
+
+
 def load_gguf_as_hf(path):
     """transformers model from a GGUF, with the gemma3 settings that transformers' GGUF loader does not
     read from the file filled in the way llama.cpp derives them (see README); head_dim from
@@ -152,6 +273,9 @@ def load_gguf_as_hf(path):
     The layer pattern (every 6th layer global) is transformers' and llama.cpp's common default."""
     from transformers import AutoConfig, AutoModelForCausalLM
     path = Path(path)
+    for family in MOE_FAMILIES:
+        if path.name.startswith(f"tiny-{family}"):
+            return load_moe_gguf(path, family)
     kw = dict(gguf_file=path.name)
     cfg = AutoConfig.from_pretrained(path.parent, **kw)
     kv = gguf_kv(path)
@@ -207,15 +331,19 @@ def sensitivity(model, config):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-cpp", required=True, help="path to llama.cpp source (has convert_hf_to_gguf.py)")
+    ap.add_argument("--families", default=None, help="comma-separated subset (default: all)")
     a = ap.parse_args()
     make_tokenizer()
     FIXTURES.mkdir(parents=True, exist_ok=True)
     report = {}
     for family, (config, seed) in configs().items():
+        if a.families and family not in a.families.split(","):
+            continue
         print(f"== tiny-{family}", flush=True)
         model = build(family, config, seed)
         hf_dir = save_hf(family, model)
-        outs = [(f"tiny-{family}", "f32")] + ([(f"tiny-{family}-q8_0", "q8_0")] if family == "llama" else [])
+        outs = [(f"tiny-{family}", "f32")] + (
+            [(f"tiny-{family}-q8_0", "q8_0")] if family in ("llama",) + MOE_FAMILIES else [])
         for name, outtype in outs:
             out = FIXTURES / f"{name}.gguf"
             convert(a.llama_cpp, hf_dir, out, outtype)
@@ -228,7 +356,10 @@ def main():
             err, scale, nmse, same = compare(model, back, f"{name} ({outtype})")
             # f32 must be exact up to float rounding; q8_0 only close (the quantization noise,
             # weight NMSE ~3e-5, is amplified by the large random weights to logit NMSE ~3e-3)
-            ok = (err <= 1e-3 * max(1.0, scale) and same) if outtype == "f32" else nmse < 1e-2
+            # MoE q8_0: the noise also flips a few routing choices (a discontinuity), NMSE ~2e-2;
+            # the goldens are made from the q8_0 GGUF itself, so this only bounds the damage
+            q8_tol = 5e-2 if family in MOE_FAMILIES else 1e-2
+            ok = (err <= 1e-3 * max(1.0, scale) and same) if outtype == "f32" else nmse < q8_tol
             report[name] = {"max_abs_dlogit": err, "max_abs_logit": scale, "nmse": nmse, "argmax_equal": same,
                             "ok": ok}
             assert ok, f"{name}: GGUF round trip mismatch"

@@ -9,6 +9,9 @@ use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::quant::GgmlType;
 use crate::Result;
 
+pub mod moe;
+#[cfg(test)]
+pub(crate) mod reference;
 #[cfg(test)]
 mod tests;
 
@@ -48,19 +51,26 @@ impl From<StepInfo> for StepUniform {
     }
 }
 
-/// Most parts attention cuts a query's keys into.
-pub const MAX_ATTN_SPLITS: u32 = 32;
+/// Keys per attention tile (`TK` in attention.wgsl); a split covers whole tiles.
+pub const ATTN_TILE: u32 = 64;
+/// Most (query, part) pairs per head a pass splits into: the partial results of split attention
+/// take at most `[n_head, MAX_ATTN_SPLITS, head_dim + 4]` floats (see [`attention_partial_len`]).
+pub const MAX_ATTN_SPLITS: u32 = 64;
 /// Passes of up to this many tokens (decode, speculative verification) split their keys; longer
 /// ones have parallelism enough in their queries.
 pub const MAX_SPLIT_TOKENS: u32 = 16;
 
-/// Parts per query for a pass: about 64 keys each, so a decode step with few heads still spreads
-/// over many workgroups.
+/// Parts per query for a pass: one 64-key tile each, up to `MAX_ATTN_SPLITS / n_tokens` parts,
+/// so a decode step with few heads still spreads over n_head * 64 workgroups (an H200 has 132
+/// SMs) while each part keeps one tile of work; a split pass costs one more dispatch (the
+/// combine).
 pub fn attention_splits(s: &StepInfo) -> u32 {
     if s.n_tokens > MAX_SPLIT_TOKENS {
         1
     } else {
-        (s.pos + s.n_tokens).div_ceil(64).clamp(1, MAX_ATTN_SPLITS)
+        (s.pos + s.n_tokens)
+            .div_ceil(ATTN_TILE)
+            .clamp(1, (MAX_ATTN_SPLITS / s.n_tokens.max(1)).max(1))
     }
 }
 
@@ -121,6 +131,13 @@ pub struct Dispatch {
 }
 
 impl Dispatch {
+    /// This dispatch, restricted to the passes `when` admits.
+    pub fn only(mut self, when: When) -> Dispatch {
+        let grid = std::mem::replace(&mut self.grid, Box::new(|_| None));
+        self.grid = Box::new(move |s| if when.admits(s) { grid(s) } else { None });
+        self
+    }
+
     /// Records this dispatch into `pass` for the pass shape `s`; returns whether it ran.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, s: &StepInfo) -> bool {
         let Some((i, [x, y, z])) = (self.grid)(s) else {
@@ -231,6 +248,8 @@ pub struct MatOpts<'a> {
     /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
     pub norm: Option<(&'a wgpu::Buffer, f32)>,
     pub when: When,
+    /// Rows per matvec workgroup; `None` for the adapter's choice, [`matvec_rows`].
+    pub matvec_rows: Option<u32>,
 }
 
 impl Default for MatOpts<'_> {
@@ -242,12 +261,41 @@ impl Default for MatOpts<'_> {
             rows: Rows::Tokens,
             norm: None,
             when: When::Always,
+            matvec_rows: None,
         }
     }
 }
 
-/// Rows per matvec workgroup (`ROWS` in matvec.wgsl).
-const MATVEC_ROWS: u32 = 4;
+/// Threads per matvec workgroup (`WG` in matvec.wgsl and matvec_glu.wgsl).
+const MATVEC_WG: u32 = 256;
+
+/// Rows per matvec workgroup (`ROWS` in matvec.wgsl and matvec_glu.wgsl) for this adapter. On a
+/// GPU, 4: the 64 threads of a row read it coalesced and reduce their sums in workgroup memory.
+/// On a CPU adapter (lavapipe, SwiftShader), 256: one thread per row and no reduction, because
+/// there every workgroup barrier switches each invocation's coroutine; a 1536 x 2048 Q4_K
+/// matvec took ~30 ms on lavapipe with 4 rows and ~0.3 ms with 256.
+pub fn matvec_rows(gpu: &Gpu) -> u32 {
+    if gpu.info.device_type == wgpu::DeviceType::Cpu {
+        256
+    } else {
+        4
+    }
+}
+
+/// The matvec pipeline key with `rows` rows per workgroup, checked to divide the workgroup into
+/// a power of two of threads per row (the reduction halves them).
+fn matvec_key(shader: String, layout: &'static [Binding], rows: u32) -> Result<PipelineKey> {
+    if !rows.is_power_of_two() || rows > MATVEC_WG {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{rows} matvec rows per workgroup: not a power of two up to {MATVEC_WG}"
+        )));
+    }
+    Ok(PipelineKey {
+        shader,
+        constants: vec![("ROWS", rows)],
+        layout,
+    })
+}
 
 fn check_cols(w: &GpuWeight) -> Result<()> {
     if w.n_cols % 32 != 0 {
@@ -279,7 +327,8 @@ pub fn mat(
     let mut out = Vec::new();
     for chunk in &w.chunks {
         let q = qtype_suffix(chunk.ty)?;
-        let matvec = gpu.pipeline(&key(format!("matvec_{q}"), MAT_LAYOUT))?;
+        let matvec_rows = opts.matvec_rows.unwrap_or_else(|| matvec_rows(gpu));
+        let matvec = gpu.pipeline(&matvec_key(format!("matvec_{q}"), MAT_LAYOUT, matvec_rows)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
@@ -318,7 +367,7 @@ pub fn mat(
                 }
                 match rows.count(s) {
                     0 => None,
-                    1 => Some((0, grid_2d(n_rows.div_ceil(MATVEC_ROWS)))),
+                    1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
                     n => Some((1, [n_rows.div_ceil(64), n.div_ceil(32), 1])),
                 }
             }),
@@ -359,12 +408,32 @@ pub fn matvec_glu(
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
 ) -> Result<Option<Dispatch>> {
+    let rows = matvec_rows(gpu);
+    matvec_glu_with_rows(gpu, gate_up, x, h, dummy, norm, act, rows)
+}
+
+/// [`matvec_glu`] with `rows` rows per workgroup instead of the adapter's choice.
+#[allow(clippy::too_many_arguments)]
+pub fn matvec_glu_with_rows(
+    gpu: &Gpu,
+    gate_up: &GpuWeight,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    act: Activation,
+    rows: u32,
+) -> Result<Option<Dispatch>> {
     check_cols(gate_up)?;
     let [chunk] = gate_up.chunks.as_slice() else {
         return Ok(None);
     };
     let q = qtype_suffix(chunk.ty)?;
-    let pipeline = gpu.pipeline(&key(format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT))?;
+    let pipeline = gpu.pipeline(&matvec_key(
+        format!("matvec_glu_{q}"),
+        MATVEC_GLU_LAYOUT,
+        rows,
+    )?)?;
     let n_rows = gate_up.n_rows / 2;
     let params = MatvecGluParams {
         n_rows,
@@ -385,7 +454,7 @@ pub fn matvec_glu(
         grid: Box::new(move |s| {
             When::Decode
                 .admits(s)
-                .then(|| (0, grid_2d(n_rows.div_ceil(MATVEC_ROWS))))
+                .then(|| (0, grid_2d(n_rows.div_ceil(rows))))
         }),
     }))
 }
@@ -654,10 +723,12 @@ pub fn rope_store(
 
 const ATTN_LAYOUT: &[Binding] = &[
     Binding::Read,
-    Binding::Read,
-    Binding::Read,
     Binding::ReadWrite,
     Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Read,
     Binding::Uniform,
     Binding::Uniform,
 ];
@@ -676,12 +747,11 @@ struct CombineParams {
     _pad: [u32; 2],
 }
 
-/// Floats of the scratch buffer that split attention writes its partial results to.
+/// Floats of the scratch buffer that split attention writes its partial results to: per
+/// (token, head, part) the running max and sum (padded to a vec4) and the unnormalised output,
+/// for at most `MAX_ATTN_SPLITS` (token, part) pairs per head (`attention_splits`).
 pub fn attention_partial_len(heads: &Heads) -> u64 {
-    MAX_SPLIT_TOKENS as u64
-        * heads.n_head as u64
-        * MAX_ATTN_SPLITS as u64
-        * (heads.head_dim as u64 + 2)
+    heads.n_head as u64 * MAX_ATTN_SPLITS as u64 * (heads.head_dim as u64 + 4)
 }
 
 #[repr(C)]
@@ -695,20 +765,37 @@ struct AttnParams {
     window: u32,
     softcap: f32,
     q_stride: u32,
+    n_rot: u32,
+    mode: u32,
+    theta_base: f32,
+    freq_scale: f32,
+    eps: f32,
+    flags: u32,
+    _pad: [u32; 2],
 }
 
-pub struct AttnOpts {
+pub struct AttnOpts<'a> {
     pub scale: f32,
     /// Sliding window in positions (0: none).
     pub window: u32,
     /// Score soft-capping (0: none).
     pub softcap: f32,
+    /// Do rope_store's work (q/k norm, RoPE, the KV-cache store) in the prologue of decode
+    /// passes; then run rope_store for batched passes only (`Dispatch::only(When::Batch)`).
+    pub decode_rope: Option<DecodeRope<'a>>,
+}
+
+/// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
+pub struct DecodeRope<'a> {
+    pub rope: RopeConfig,
+    pub qk_norm: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, f32)>,
 }
 
 /// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
 /// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`: the split
 /// attention kernel and, when a pass splits, the combine kernel (`partial` holds
-/// [`attention_partial_len`] floats).
+/// [`attention_partial_len`] floats). With `opts.decode_rope`, a pass of one token reads q, k and
+/// v raw from `q` and stores k and v itself (no rope_store before it).
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     gpu: &Gpu,
@@ -727,8 +814,17 @@ pub fn attention(
             heads.head_dim
         )));
     }
-    let pipeline = gpu.pipeline(&key("attention".into(), ATTN_LAYOUT))?;
-    let combine = gpu.pipeline(&key("attention_combine".into(), COMBINE_LAYOUT))?;
+    let hd = ("HD", heads.head_dim);
+    let pipeline = gpu.pipeline(&PipelineKey {
+        shader: "attention".into(),
+        constants: vec![hd],
+        layout: ATTN_LAYOUT,
+    })?;
+    let combine = gpu.pipeline(&PipelineKey {
+        shader: "attention_combine".into(),
+        constants: vec![hd, ("MAX_SPLITS", MAX_ATTN_SPLITS)],
+        layout: COMBINE_LAYOUT,
+    })?;
     let params = AttnParams {
         n_head: heads.n_head,
         n_kv_head: heads.n_kv_head,
@@ -738,7 +834,27 @@ pub fn attention(
         window: opts.window,
         softcap: opts.softcap,
         q_stride: (heads.n_head + 2 * heads.n_kv_head) * heads.head_dim,
+        n_rot: opts.decode_rope.as_ref().map_or(0, |r| r.rope.n_rot),
+        mode: opts.decode_rope.as_ref().map_or(0, |r| r.rope.neox as u32),
+        theta_base: opts.decode_rope.as_ref().map_or(1.0, |r| r.rope.theta_base),
+        freq_scale: opts.decode_rope.as_ref().map_or(1.0, |r| r.rope.freq_scale),
+        eps: opts
+            .decode_rope
+            .as_ref()
+            .and_then(|r| r.qk_norm)
+            .map_or(0.0, |n| n.2),
+        flags: opts
+            .decode_rope
+            .as_ref()
+            .map_or(0, |r| r.qk_norm.is_some() as u32 | 2),
+        _pad: [0; 2],
     };
+    // Absent norm weights: bind q again (read-only, never read).
+    let (qn, kn) = opts
+        .decode_rope
+        .as_ref()
+        .and_then(|r| r.qk_norm)
+        .map_or((q, q), |n| (n.0, n.1));
     let pbuf = gpu.uniform("attention", &params);
     let cbuf = gpu.uniform(
         "attention_combine",
@@ -755,7 +871,7 @@ pub fn attention(
             pipelines: vec![pipeline],
             bind_group: gpu.bind_group(
                 ATTN_LAYOUT,
-                &[q, k_cache, v_cache, out, partial, &pbuf, step],
+                &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step],
             ),
             grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, attention_splits(s)]))),
         },

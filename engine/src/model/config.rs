@@ -1,6 +1,7 @@
 //! A model's hyperparameters, read from GGUF metadata for each supported architecture.
 
 use crate::gguf::Gguf;
+use crate::kernels::moe::{Gating, Routing};
 use crate::kernels::{Activation, RopeConfig};
 use crate::{Error, Result};
 
@@ -10,6 +11,8 @@ pub enum Arch {
     Qwen2,
     Qwen3,
     Gemma3,
+    Qwen3Moe,
+    Glm4Moe,
 }
 
 impl Arch {
@@ -19,6 +22,8 @@ impl Arch {
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
             Arch::Gemma3 => "gemma3",
+            Arch::Qwen3Moe => "qwen3moe",
+            Arch::Glm4Moe => "glm4moe",
         }
     }
 }
@@ -51,6 +56,20 @@ pub struct Config {
     /// Norms after attention and after the FFN, before the residual add (Gemma).
     pub post_norms: bool,
     pub attn_softcap: f32,
+    /// Mixture-of-Experts FFNs (qwen3moe, glm4moe); `None` for dense models.
+    pub moe: Option<MoeConfig>,
+}
+
+/// The MoE part of a model's hyperparameters (GGUF keys in tests/reference/README.md).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MoeConfig {
+    pub routing: Routing,
+    /// Width of one routed expert's FFN (`expert_feed_forward_length`).
+    pub n_ff_exp: u32,
+    /// Shared experts beside the routed ones (`expert_shared_count`; glm4moe: 1).
+    pub n_shared: u32,
+    /// The first layers keep a dense FFN (`leading_dense_block_count`).
+    pub n_dense_lead: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +87,8 @@ impl Config {
             "qwen2" => Arch::Qwen2,
             "qwen3" => Arch::Qwen3,
             "gemma3" => Arch::Gemma3,
+            "qwen3moe" => Arch::Qwen3Moe,
+            "glm4moe" => Arch::Glm4Moe,
             other => return Err(Error::UnsupportedArchitecture(other.to_string())),
         };
         let a = arch_name;
@@ -77,8 +98,55 @@ impl Config {
         let n_kv_head = g
             .opt_u32(&key("attention.head_count_kv"))?
             .unwrap_or(n_head);
-        let n_layer = g.req_u32(&key("block_count"))?;
+        // Trailing next-token-prediction (MTP) blocks are not part of the main model.
+        let n_layer = g
+            .req_u32(&key("block_count"))?
+            .saturating_sub(g.opt_u32(&key("nextn_predict_layers"))?.unwrap_or(0));
         let n_ff = g.req_u32(&key("feed_forward_length"))?;
+        let moe = match arch {
+            Arch::Qwen3Moe | Arch::Glm4Moe => {
+                let glm = arch == Arch::Glm4Moe;
+                let n_expert = g.req_u32(&key("expert_count"))?;
+                let n_group = g.opt_u32(&key("expert_group_count"))?.unwrap_or(1).max(1);
+                let gating = match g.opt_u32(&key("expert_gating_func"))? {
+                    Some(1) => Gating::Softmax,
+                    Some(2) => Gating::Sigmoid,
+                    None if glm => Gating::Sigmoid,
+                    None => Gating::Softmax,
+                    Some(other) => {
+                        return Err(Error::InvalidArgument(format!(
+                            "expert gating function {other} is not supported"
+                        )))
+                    }
+                };
+                let routing = Routing {
+                    n_expert,
+                    k: g.req_u32(&key("expert_used_count"))?,
+                    gating,
+                    // llama.cpp renormalises qwen3moe's weights whatever the key says (the
+                    // converter does not write it); glm4moe has the key.
+                    norm: g
+                        .opt_bool(&key("expert_weights_norm"))?
+                        .unwrap_or(arch == Arch::Qwen3Moe),
+                    scale: match g.opt_f32(&key("expert_weights_scale"))? {
+                        Some(s) if s != 0.0 => s,
+                        _ => 1.0,
+                    },
+                    n_group,
+                    topk_group: g
+                        .opt_u32(&key("expert_group_used_count"))?
+                        .unwrap_or(n_group),
+                };
+                routing.check()?;
+                Some(MoeConfig {
+                    routing,
+                    n_ff_exp: g.req_u32(&key("expert_feed_forward_length"))?,
+                    n_shared: g.opt_u32(&key("expert_shared_count"))?.unwrap_or(0),
+                    n_dense_lead: g.opt_u32(&key("leading_dense_block_count"))?.unwrap_or(0),
+                })
+            }
+            _ => None,
+        };
         if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 {
             return Err(Error::Corrupt(format!(
                 "{n_head} attention heads cannot share {n_kv_head} KV heads"
@@ -162,11 +230,17 @@ impl Config {
             } else {
                 Activation::Silu
             },
-            qk_norm: matches!(arch, Arch::Qwen3 | Arch::Gemma3),
+            qk_norm: matches!(arch, Arch::Qwen3 | Arch::Gemma3 | Arch::Qwen3Moe),
             qkv_bias: arch == Arch::Qwen2,
             post_norms: gemma,
             attn_softcap: g.opt_f32(&key("attn_logit_softcapping"))?.unwrap_or(0.0),
+            moe,
         })
+    }
+
+    /// Whether layer `il` has a routed-experts FFN.
+    pub fn is_moe_layer(&self, il: u32) -> bool {
+        self.moe.is_some_and(|m| il >= m.n_dense_lead)
     }
 
     /// Whether layer `il` attends through the sliding window.

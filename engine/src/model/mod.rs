@@ -12,16 +12,17 @@ mod weights;
 
 use std::sync::Arc;
 
+pub use config::MoeConfig;
 pub use config::{Arch, Config, SlidingWindow};
 pub use perplexity::{perplexity, Perplexity};
 pub use source::{read_header, ChunkReader, FileOrderStream, SliceTensors, TensorBytes};
-pub use weights::{LoadProgress, Weights};
+pub use weights::{DenseFfn, Ffn, LoadProgress, MoeFfn, Weights};
 
 use crate::gguf::{ByteSource, Gguf};
 use crate::gpu::Gpu;
 use crate::kernels::{
-    self, AttnOpts, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo, StepUniform,
-    When,
+    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo,
+    StepUniform, When,
 };
 use crate::sampling::Sampler;
 use crate::{Error, Result};
@@ -46,7 +47,7 @@ impl Model {
 
     /// Uploads the model's weights from any [`TensorBytes`] source: a file, a `Blob`, or a download
     /// arriving in file order ([`FileOrderStream`]), each tensor uploaded as its bytes arrive.
-    pub async fn load_from<S: TensorBytes>(
+    pub async fn load_from<'s, S: TensorBytes<'s>>(
         gpu: Arc<Gpu>,
         g: &Gguf,
         src: &mut S,
@@ -119,19 +120,20 @@ impl Default for SessionOptions {
 
 /// Activation buffers, sized for one pass of `ubatch` tokens.
 struct Activations {
-    tokens: wgpu::Buffer,       // [ubatch] u32
-    x: wgpu::Buffer,            // [ubatch, n_embd] the residual stream
-    xn: wgpu::Buffer,           // [ubatch, n_embd] normalised input of a block (batched passes)
-    tmp: wgpu::Buffer,          // [ubatch, n_embd] block output before its post-norm (Gemma)
-    qkv: wgpu::Buffer,          // [ubatch, (n_head + 2 n_kv_head) * head_dim]
-    attn: wgpu::Buffer,         // [ubatch, n_head * head_dim]
-    attn_partial: wgpu::Buffer, // split attention's partial results (kernels::attention_partial_len)
+    tokens: wgpu::Buffer,         // [ubatch] u32
+    x: wgpu::Buffer,              // [ubatch, n_embd] the residual stream
+    xn: wgpu::Buffer,             // [ubatch, n_embd] normalised input of a block (batched passes)
+    tmp: wgpu::Buffer,            // [ubatch, n_embd] block output before its post-norm (Gemma)
+    qkv: wgpu::Buffer,            // [ubatch, (n_head + 2 n_kv_head) * head_dim]
+    attn: wgpu::Buffer,           // [ubatch, n_head * head_dim]
+    attn_partial: wgpu::Buffer, // [n_head, MAX_ATTN_SPLITS, head_dim + 4] split attention's partial results
     gate_up: wgpu::Buffer,      // [ubatch, 2 n_ff] (batched passes)
     hidden: wgpu::Buffer,       // [ubatch, n_ff]
     out_norm: wgpu::Buffer,     // [max_out, n_embd]
     logits: wgpu::Buffer,       // [max_out, n_vocab]
     step: wgpu::Buffer,         // StepUniform
     dummy: wgpu::Buffer,        // bound where a kernel's optional input is absent
+    moe: Option<moe::MoeBuffers>, // router logits, routes, token lists, expert activations
 }
 
 pub struct Session {
@@ -175,6 +177,18 @@ impl Session {
         let max_binding = gpu.max_binding();
         let max_out = ((max_binding / (c.n_vocab as u64 * f)).min(b) as u32).max(1);
         let s = |label: &str, n: u64| gpu.storage(label, n * f);
+        // Widest dense FFN (dense layers, shared experts).
+        let n_ff = model
+            .weights
+            .layers
+            .iter()
+            .map(|l| match &l.ffn {
+                Ffn::Dense(d) => d.n_ff,
+                Ffn::Moe(m) => m.shared.as_ref().map_or(0, |d| d.n_ff),
+            })
+            .max()
+            .unwrap_or(c.n_ff)
+            .max(1) as u64;
         let act = Activations {
             tokens: s("tokens", b)?,
             x: s("x", b * c.n_embd as u64)?,
@@ -191,15 +205,25 @@ impl Session {
                     ctx: opts.ctx,
                 }),
             )?,
-            gate_up: s("gate_up", b * 2 * c.n_ff as u64)?,
-            hidden: s("hidden", b * c.n_ff as u64)?,
+            gate_up: s("gate_up", b * 2 * n_ff)?,
+            hidden: s("hidden", b * n_ff)?,
             out_norm: s("out_norm", max_out as u64 * c.n_embd as u64)?,
             logits: s("logits", max_out as u64 * c.n_vocab as u64)?,
             step: gpu.uniform("step", &StepUniform::default()),
             dummy: s("dummy", 4)?,
+            moe: match &c.moe {
+                Some(m) => Some(moe::MoeBuffers::new(
+                    gpu,
+                    &m.routing,
+                    c.n_embd,
+                    m.n_ff_exp,
+                    opts.ubatch,
+                )?),
+                None => None,
+            },
         };
         for (what, size) in [
-            ("the activations of one batch", b * 2 * c.n_ff as u64 * f),
+            ("the activations of one batch", b * 2 * n_ff * f),
             ("the logits", max_out as u64 * c.n_vocab as u64 * f),
         ] {
             if size > max_binding {
@@ -588,19 +612,24 @@ fn record_forward(
             (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
             _ => None,
         };
-        d.push(kernels::rope_store(
-            gpu,
-            &KvBuffers {
-                qkv: &a.qkv,
-                k_cache,
-                v_cache,
-            },
-            &a.step,
-            heads,
-            if sliding { c.rope_local } else { c.rope },
-            qk_norm,
-            &a.dummy,
-        )?);
+        let rope = if sliding { c.rope_local } else { c.rope };
+        // Decode passes do this in attention's prologue.
+        d.push(
+            kernels::rope_store(
+                gpu,
+                &KvBuffers {
+                    qkv: &a.qkv,
+                    k_cache,
+                    v_cache,
+                },
+                &a.step,
+                heads,
+                rope,
+                qk_norm,
+                &a.dummy,
+            )?
+            .only(When::Batch),
+        );
         d.extend(kernels::attention(
             gpu,
             &a.qkv,
@@ -617,6 +646,7 @@ fn record_forward(
                     _ => 0,
                 },
                 softcap: c.attn_softcap,
+                decode_rope: Some(DecodeRope { rope, qk_norm }),
             },
         )?);
         // Output projection and residual add: fused, or through the post-norm (Gemma).
@@ -651,49 +681,129 @@ fn record_forward(
                 Ok(())
             };
         residual(&mut d, &l.wo, &l.post_attn_norm, &a.attn)?;
-        // FFN input side: one fused matvec for decode when gate and up share a buffer.
-        let fused = kernels::matvec_glu(
-            gpu,
-            &l.gate_up,
-            &a.x,
-            &a.hidden,
-            &a.dummy,
-            Some((&l.ffn_norm, c.rms_eps)),
-            c.activation,
-        )?;
-        let glu_when = match fused {
-            Some(f) => {
-                d.push(f);
+        // FFN input side into `hidden`: one fused matvec (norm, gate, up, activation) for decode
+        // when gate and up share a buffer; for batches the norm into `xn` (unless a previous
+        // dispatch of this layer made it), the matmul and the activation.
+        let ffn_in = |d: &mut Vec<Dispatch>, f: &DenseFfn, batch_norm: bool| -> Result<()> {
+            let fused = kernels::matvec_glu(
+                gpu,
+                &f.gate_up,
+                &a.x,
+                &a.hidden,
+                &a.dummy,
+                Some((&l.ffn_norm, c.rms_eps)),
+                c.activation,
+            )?;
+            let glu_when = match fused {
+                Some(fd) => {
+                    d.push(fd);
+                    When::Batch
+                }
+                None => {
+                    d.extend(kernels::mat(
+                        gpu,
+                        &f.gate_up,
+                        &a.x,
+                        &a.gate_up,
+                        &a.step,
+                        &a.dummy,
+                        &MatOpts {
+                            norm: Some((&l.ffn_norm, c.rms_eps)),
+                            when: When::Decode,
+                            ..Default::default()
+                        },
+                    )?);
+                    When::Always
+                }
+            };
+            if batch_norm {
                 d.push(norm(&a.x, &l.ffn_norm, &a.xn, false, When::Batch)?);
-                d.extend(kernels::mat(
+            }
+            d.extend(kernels::mat(
+                gpu,
+                &f.gate_up,
+                &a.xn,
+                &a.gate_up,
+                &a.step,
+                &a.dummy,
+                &MatOpts {
+                    when: When::Batch,
+                    ..Default::default()
+                },
+            )?);
+            d.push(kernels::glu(
+                gpu,
+                &a.gate_up,
+                &a.hidden,
+                &a.step,
+                f.n_ff,
+                c.activation,
+                glu_when,
+            )?);
+            Ok(())
+        };
+        match &l.ffn {
+            Ffn::Dense(f) => {
+                ffn_in(&mut d, f, true)?;
+                residual(&mut d, &f.down, &l.post_ffn_norm, &a.hidden)?;
+            }
+            Ffn::Moe(m) => {
+                let (Some(mc), Some(mb)) = (&c.moe, &a.moe) else {
+                    return Err(Error::InvalidArgument(
+                        "an MoE layer in a model without MoE metadata".into(),
+                    ));
+                };
+                let r = &mc.routing;
+                let norm_w = Some((&l.ffn_norm, c.rms_eps));
+                // Router logits (decode: the norm in the matvec prologue; batches: the norm
+                // into xn, which the experts read too), then top-k and weights on the GPU.
+                normed_mat(&mut d, &m.router, &l.ffn_norm, &mb.logits, None)?;
+                d.push(moe::router(
                     gpu,
-                    &l.gate_up,
-                    &a.xn,
-                    &a.gate_up,
+                    &mb.logits,
+                    m.bias.as_ref(),
+                    &mb.route,
                     &a.step,
                     &a.dummy,
-                    &MatOpts {
-                        when: When::Batch,
-                        ..Default::default()
-                    },
+                    r,
                 )?);
-                When::Batch
+                // Decode: gate/up of the k experts (and the shared expert's, which reads x
+                // too, so before anything adds to x), then down + weights + sum into x.
+                d.extend(moe::gate_up(
+                    gpu,
+                    &m.gate_up,
+                    &a.x,
+                    &mb.h,
+                    &mb.route,
+                    &a.dummy,
+                    norm_w,
+                    r,
+                    c.activation,
+                )?);
+                if let Some(sh) = &m.shared {
+                    ffn_in(&mut d, sh, false)?;
+                }
+                d.extend(moe::down(gpu, &m.down, &mb.h, &a.x, &mb.route, r)?);
+                // Batches: tokens per expert, experts read once per pass, weighted sum.
+                d.push(moe::sort(gpu, &mb.route, &mb.lists, &a.step, r)?);
+                d.extend(moe::gate_up_batch(
+                    gpu,
+                    &m.gate_up,
+                    &a.xn,
+                    &mb.h,
+                    &mb.lists,
+                    r,
+                    c.activation,
+                )?);
+                d.extend(moe::down_batch(
+                    gpu, &m.down, &mb.h, &mb.o, &mb.lists, &mb.route, r,
+                )?);
+                d.push(moe::combine(gpu, &mb.o, &a.x, &a.step, c.n_embd, r)?);
+                if let Some(sh) = &m.shared {
+                    residual(&mut d, &sh.down, &l.post_ffn_norm, &a.hidden)?;
+                }
             }
-            None => {
-                normed_mat(&mut d, &l.gate_up, &l.ffn_norm, &a.gate_up, None)?;
-                When::Always
-            }
-        };
-        d.push(kernels::glu(
-            gpu,
-            &a.gate_up,
-            &a.hidden,
-            &a.step,
-            c.n_ff,
-            c.activation,
-            glu_when,
-        )?);
-        residual(&mut d, &l.down, &l.post_ffn_norm, &a.hidden)?;
+        }
     }
     d.push(kernels::rmsnorm(
         gpu,

@@ -16,10 +16,11 @@ use crate::{Error, Result};
 /// The bytes of tensors, asked for one at a time. Implemented by every weight source: a
 /// [`ByteSource`] (through [`SliceTensors`]), a stream in file order ([`FileOrderStream`]), and the
 /// web crate's `Blob` reader.
+/// `'s` is the lifetime of borrowed bytes (a memory map's); streams return owned bytes.
 #[allow(async_fn_in_trait)]
-pub trait TensorBytes {
+pub trait TensorBytes<'s> {
     /// The `t.n_bytes` bytes of tensor `t` (the loader asks for each tensor once).
-    async fn tensor_bytes(&mut self, g: &Gguf, t: &TensorInfo) -> Result<Cow<'_, [u8]>>;
+    async fn tensor_bytes(&mut self, g: &Gguf, t: &TensorInfo) -> Result<Cow<'s, [u8]>>;
 
     /// File bytes received so far (for progress); sources with random access say `None`.
     fn bytes_received(&self) -> Option<u64> {
@@ -30,8 +31,8 @@ pub trait TensorBytes {
 /// A random-access source (a memory map, a buffer): the bytes are borrowed, never copied.
 pub struct SliceTensors<'a>(pub &'a dyn ByteSource);
 
-impl TensorBytes for SliceTensors<'_> {
-    async fn tensor_bytes(&mut self, g: &Gguf, t: &TensorInfo) -> Result<Cow<'_, [u8]>> {
+impl<'s> TensorBytes<'s> for SliceTensors<'s> {
+    async fn tensor_bytes(&mut self, g: &Gguf, t: &TensorInfo) -> Result<Cow<'s, [u8]>> {
         g.tensor_data(self.0, t)
     }
 }
@@ -208,8 +209,8 @@ impl<R: ChunkReader> FileOrderStream<R> {
     }
 }
 
-impl<R: ChunkReader> TensorBytes for FileOrderStream<R> {
-    async fn tensor_bytes(&mut self, g: &Gguf, t: &TensorInfo) -> Result<Cow<'_, [u8]>> {
+impl<'s, R: ChunkReader> TensorBytes<'s> for FileOrderStream<R> {
+    async fn tensor_bytes(&mut self, g: &Gguf, t: &TensorInfo) -> Result<Cow<'s, [u8]>> {
         if let Some(data) = self.parked.remove(&t.offset) {
             return Ok(Cow::Owned(data));
         }

@@ -3,11 +3,12 @@
 
 use crate::gguf::{Gguf, TensorInfo};
 use crate::gpu::Gpu;
+use crate::kernels::moe::GpuExperts;
 use crate::kernels::{GpuWeight, WeightChunk};
 use crate::quant::{gpu_bytes, repack_for_gpu, GgmlType};
 use crate::{Error, Result};
 
-use super::config::Config;
+use super::config::{Arch, Config};
 use super::source::TensorBytes;
 
 pub struct Layer {
@@ -21,10 +22,35 @@ pub struct Layer {
     pub wo: GpuWeight,
     pub post_attn_norm: Option<wgpu::Buffer>,
     pub ffn_norm: wgpu::Buffer,
-    /// Gate and up stacked: one product gives `[gate | up]` per token.
+    pub ffn: Ffn,
+    pub post_ffn_norm: Option<wgpu::Buffer>,
+}
+
+/// A dense FFN: gate and up stacked (one product gives `[gate | up]` per token), and down.
+pub struct DenseFfn {
     pub gate_up: GpuWeight,
     pub down: GpuWeight,
-    pub post_ffn_norm: Option<wgpu::Buffer>,
+    /// Width of the FFN (rows of gate).
+    pub n_ff: u32,
+}
+
+pub enum Ffn {
+    Dense(DenseFfn),
+    Moe(MoeFfn),
+}
+
+/// A Mixture-of-Experts FFN.
+pub struct MoeFfn {
+    /// The router `ffn_gate_inp` `[n_expert, n_embd]`.
+    pub router: GpuWeight,
+    /// The expert selection bias `exp_probs_b` `[n_expert]` (glm4moe).
+    pub bias: Option<wgpu::Buffer>,
+    /// `ffn_gate_exps` and `ffn_up_exps`, per expert its gate rows then its up rows.
+    pub gate_up: GpuExperts,
+    /// `ffn_down_exps`.
+    pub down: GpuExperts,
+    /// The shared expert(s) (`ffn_*_shexp`), a dense FFN run beside the routed ones.
+    pub shared: Option<DenseFfn>,
 }
 
 pub struct Weights {
@@ -46,7 +72,7 @@ pub struct LoadProgress {
     pub received: Option<u64>,
 }
 
-struct Loader<'a, S: TensorBytes> {
+struct Loader<'a, 's, S: TensorBytes<'s>> {
     gpu: &'a Gpu,
     g: &'a Gguf,
     src: &'a mut S,
@@ -54,9 +80,10 @@ struct Loader<'a, S: TensorBytes> {
     total: u64,
     tensors_done: usize,
     progress: &'a mut dyn FnMut(LoadProgress),
+    _bytes: std::marker::PhantomData<&'s [u8]>,
 }
 
-impl<S: TensorBytes> Loader<'_, S> {
+impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
     fn info(&self, name: &str) -> Result<&TensorInfo> {
         self.g
             .tensor(name)
@@ -184,6 +211,81 @@ impl<S: TensorBytes> Loader<'_, S> {
         })
     }
 
+    /// The dense FFN `ffn_{gate,up,down}<suffix>.weight` of layer `i`, its width read from the
+    /// gate tensor.
+    async fn dense_ffn(&mut self, i: u32, suffix: &str, n_embd: u32) -> Result<DenseFfn> {
+        let n = |s: &str| format!("blk.{i}.ffn_{s}{suffix}.weight");
+        let n_ff = match self.info(&n("gate"))?.dims.as_slice() {
+            [_, rows] => *rows as u32,
+            other => {
+                return Err(Error::TensorShape {
+                    name: n("gate"),
+                    found: other.to_vec(),
+                    expected: vec![n_embd as u64, 0],
+                })
+            }
+        };
+        Ok(DenseFfn {
+            gate_up: self
+                .stacked(
+                    &format!("blk.{i}.ffn_gate_up{suffix}"),
+                    &[(&n("gate"), n_ff), (&n("up"), n_ff)],
+                    n_embd,
+                )
+                .await?,
+            down: self.matrix(&n("down"), n_ff, n_embd).await?,
+            n_ff,
+        })
+    }
+
+    /// Stacked expert tensors (each GGML dims `[cols, rows, n_expert]`), split by whole experts
+    /// into chunks that fit a storage binding.
+    async fn experts(
+        &mut self,
+        label: &str,
+        names: &[&str],
+        n_expert: u32,
+        rows: u32,
+        cols: u32,
+    ) -> Result<GpuExperts> {
+        let mut datas = Vec::new();
+        let mut ty = None;
+        for &name in names {
+            let t = self.info(name)?.clone();
+            if t.dims != [cols as u64, rows as u64, n_expert as u64] {
+                return Err(Error::TensorShape {
+                    name: name.into(),
+                    found: t.dims.clone(),
+                    expected: vec![cols as u64, rows as u64, n_expert as u64],
+                });
+            }
+            if !t.ty.gpu_supported() || ty.is_some_and(|x| x != t.ty) {
+                return Err(Error::UnsupportedTensorType {
+                    name: name.into(),
+                    ty: t.ty.name(),
+                });
+            }
+            ty = Some(t.ty);
+            datas.push((self.src.tensor_bytes(self.g, &t).await?, t));
+        }
+        let slices: Vec<&[u8]> = datas.iter().map(|(d, _)| &d[..]).collect();
+        let budget = self.gpu.max_binding().saturating_sub(1024);
+        let ex = GpuExperts::upload(
+            self.gpu,
+            label,
+            ty.expect("at least one tensor"),
+            &slices,
+            n_expert,
+            rows,
+            cols,
+            budget,
+        )?;
+        for (_, t) in &datas {
+            self.advance(t);
+        }
+        Ok(ex)
+    }
+
     /// A vector of `len` floats (norm weights, biases), converted to f32.
     async fn vector(&mut self, name: &str, len: u32) -> Result<wgpu::Buffer> {
         self.vectors(&[(name, len)]).await
@@ -232,7 +334,7 @@ impl<S: TensorBytes> Loader<'_, S> {
 }
 
 impl Weights {
-    pub async fn load<S: TensorBytes>(
+    pub async fn load<'s, S: TensorBytes<'s>>(
         gpu: &Gpu,
         g: &Gguf,
         src: &mut S,
@@ -248,6 +350,7 @@ impl Weights {
             total,
             tensors_done: 0,
             progress,
+            _bytes: std::marker::PhantomData,
         };
         let q_dim = c.n_head * c.head_dim;
         let kv_dim = c.n_kv_head * c.head_dim;
@@ -275,12 +378,12 @@ impl Weights {
                 } else {
                     None
                 },
-                q_norm: if c.qk_norm {
+                q_norm: if c.qk_norm || g.tensor(&n("attn_q_norm.weight")).is_some() {
                     Some(l.vector(&n("attn_q_norm.weight"), c.head_dim).await?)
                 } else {
                     None
                 },
-                k_norm: if c.qk_norm {
+                k_norm: if c.qk_norm || g.tensor(&n("attn_k_norm.weight")).is_some() {
                     Some(l.vector(&n("attn_k_norm.weight"), c.head_dim).await?)
                 } else {
                     None
@@ -291,18 +394,53 @@ impl Weights {
                 } else {
                     None
                 },
-                ffn_norm: l.vector(&n("ffn_norm.weight"), c.n_embd).await?,
-                gate_up: l
-                    .stacked(
-                        &n("ffn_gate_up"),
-                        &[
-                            (&n("ffn_gate.weight"), c.n_ff),
-                            (&n("ffn_up.weight"), c.n_ff),
-                        ],
+                // glm4moe names the FFN input norm post_attention_norm.
+                ffn_norm: l
+                    .vector(
+                        &n(if c.arch == Arch::Glm4Moe {
+                            "post_attention_norm.weight"
+                        } else {
+                            "ffn_norm.weight"
+                        }),
                         c.n_embd,
                     )
                     .await?,
-                down: l.matrix(&n("ffn_down.weight"), c.n_ff, c.n_embd).await?,
+                ffn: match c.moe {
+                    Some(m) if c.is_moe_layer(i) => {
+                        let ne = m.routing.n_expert;
+                        Ffn::Moe(MoeFfn {
+                            router: l.matrix(&n("ffn_gate_inp.weight"), c.n_embd, ne).await?,
+                            bias: match g.tensor(&n("exp_probs_b.bias")) {
+                                Some(_) => Some(l.vector(&n("exp_probs_b.bias"), ne).await?),
+                                None => None,
+                            },
+                            gate_up: l
+                                .experts(
+                                    &n("ffn_gate_up_exps"),
+                                    &[&n("ffn_gate_exps.weight"), &n("ffn_up_exps.weight")],
+                                    ne,
+                                    m.n_ff_exp,
+                                    c.n_embd,
+                                )
+                                .await?,
+                            down: l
+                                .experts(
+                                    &n("ffn_down_exps"),
+                                    &[&n("ffn_down_exps.weight")],
+                                    ne,
+                                    c.n_embd,
+                                    m.n_ff_exp,
+                                )
+                                .await?,
+                            shared: if m.n_shared > 0 {
+                                Some(l.dense_ffn(i, "_shexp", c.n_embd).await?)
+                            } else {
+                                None
+                            },
+                        })
+                    }
+                    _ => Ffn::Dense(l.dense_ffn(i, "", c.n_embd).await?),
+                },
                 post_ffn_norm: if c.post_norms {
                     Some(l.vector(&n("post_ffw_norm.weight"), c.n_embd).await?)
                 } else {

@@ -139,6 +139,7 @@ impl fmt::Display for GgmlType {
     }
 }
 
+pub mod random;
 mod repack;
 pub use repack::{gpu_bytes, repack_for_gpu};
 

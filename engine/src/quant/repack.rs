@@ -27,7 +27,10 @@ pub fn gpu_bytes(ty: GgmlType, n_elements: u64) -> Option<u64> {
     })
 }
 
-/// Repacks whole blocks of `ty` from their GGUF layout into the GPU layout.
+/// Repacks whole blocks of `ty` from their GGUF layout into the GPU layout. Paired types come
+/// out as whole pairs (a trailing odd block is padded with zeros); the other types are returned
+/// as they are, which for an odd count of F16/BF16 values ends mid-word: `gpu_bytes` counts that
+/// tail padded to 4 bytes, as `Gpu::storage_init` pads it.
 pub fn repack_for_gpu(ty: GgmlType, data: &[u8]) -> Cow<'_, [u8]> {
     let Some(d_off) = paired_scale_offset(ty) else {
         return Cow::Borrowed(data);

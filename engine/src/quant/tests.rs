@@ -2,8 +2,74 @@
 //! tensor of every type packed by gguf-py, quant_blocks.json gguf-py's dequantization of each
 //! (made by tests/reference/make_quant_fixture.py).
 
+use half::{bf16, f16};
+use rand::{Rng, SeedableRng};
+
 use super::{dequantize, gpu_bytes, repack_for_gpu, GgmlType};
 use crate::gguf::Gguf;
+
+/// The weight types the GPU kernels read.
+pub(crate) const GPU_TYPES: [GgmlType; 11] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q4K,
+    GgmlType::Q5K,
+    GgmlType::Q6K,
+];
+
+/// `n_blocks` seeded random blocks of `ty` in GGUF layout: random quant bytes with the f16 scale
+/// fields overwritten by sane values (|d| in [0.002, 0.02), either sign), and random finite
+/// values in [-1, 1) for the float types. For quantized tests at shapes the fixture lacks.
+pub(crate) fn random_blocks(ty: GgmlType, n_blocks: usize, seed: u64) -> Vec<u8> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let (_, size) = ty.block_geometry().expect("a known type");
+    let size = size as usize;
+    let mut out = vec![0u8; n_blocks * size];
+    let scale = |rng: &mut rand::rngs::StdRng| {
+        let v: f32 = rng.random_range(0.002..0.02);
+        let v = if rng.random_bool(0.5) { -v } else { v };
+        f16::from_f32(v).to_le_bytes()
+    };
+    match ty {
+        GgmlType::F32 => {
+            for c in out.chunks_exact_mut(4) {
+                c.copy_from_slice(&rng.random_range(-1.0f32..1.0).to_le_bytes());
+            }
+        }
+        GgmlType::F16 => {
+            for c in out.chunks_exact_mut(2) {
+                c.copy_from_slice(&f16::from_f32(rng.random_range(-1.0..1.0)).to_le_bytes());
+            }
+        }
+        GgmlType::BF16 => {
+            for c in out.chunks_exact_mut(2) {
+                c.copy_from_slice(&bf16::from_f32(rng.random_range(-1.0..1.0)).to_le_bytes());
+            }
+        }
+        _ => {
+            rng.fill(&mut out[..]);
+            // Where the f16 fields sit: (offset, count) of consecutive f16s in the block.
+            let (off, count) = match ty {
+                GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => (0, 1),
+                GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => (0, 2),
+                GgmlType::Q6K => (208, 1),
+                other => panic!("random_blocks: {other} is not a GPU type"),
+            };
+            for b in out.chunks_exact_mut(size) {
+                for i in 0..count {
+                    b[off + 2 * i..off + 2 * i + 2].copy_from_slice(&scale(&mut rng));
+                }
+            }
+        }
+    }
+    out
+}
 
 pub(crate) struct FixtureTensor {
     pub name: String,
@@ -86,6 +152,59 @@ fn every_type_dequantizes_like_gguf_py() {
 fn dequantize_rejects_a_partial_block() {
     let err = dequantize(GgmlType::Q8_0, &[0u8; 33], &mut [0.0; 32]).unwrap_err();
     assert!(err.to_string().contains("do not hold"), "{err}");
+}
+
+/// The inverse of `repack_for_gpu`, written from the layout description in repack.rs.
+fn unpack_gpu(ty: GgmlType, gpu: &[u8], n_blocks: usize) -> Vec<u8> {
+    let (_, bs) = ty.block_geometry().unwrap();
+    let bs = bs as usize;
+    let d_off = match ty {
+        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => 0,
+        GgmlType::Q6K => 208,
+        _ => return gpu[..n_blocks * bs].to_vec(),
+    };
+    let mut out = Vec::new();
+    for b in 0..n_blocks {
+        let pair = &gpu[(b / 2) * 2 * bs..(b / 2 + 1) * 2 * bs];
+        let (half, body) = (b % 2, bs - 2);
+        let d = &pair[2 * half..2 * half + 2];
+        let rest = &pair[4 + half * body..4 + (half + 1) * body];
+        out.extend_from_slice(&rest[..d_off]);
+        out.extend_from_slice(d);
+        out.extend_from_slice(&rest[d_off..]);
+    }
+    out
+}
+
+#[test]
+fn repack_round_trips_every_type() {
+    for ty in GPU_TYPES {
+        let (block, _) = ty.block_geometry().unwrap();
+        for n_blocks in [1usize, 2, 7, 10] {
+            let data = random_blocks(ty, n_blocks, n_blocks as u64);
+            let packed = repack_for_gpu(ty, &data);
+            assert_eq!(
+                packed.len().next_multiple_of(4) as u64,
+                gpu_bytes(ty, n_blocks as u64 * block).unwrap(),
+                "{ty} x{n_blocks}: gpu_bytes"
+            );
+            assert_eq!(unpack_gpu(ty, &packed, n_blocks), data, "{ty} x{n_blocks}");
+        }
+    }
+}
+
+#[test]
+fn random_blocks_dequantize_to_finite_values() {
+    for ty in GPU_TYPES {
+        let (block, _) = ty.block_geometry().unwrap();
+        let n = 5 * block as usize;
+        let data = random_blocks(ty, 5, 1);
+        let mut out = vec![0.0; n];
+        dequantize(ty, &data, &mut out).unwrap();
+        assert!(out.iter().all(|v| v.is_finite()), "{ty}");
+        assert!(out.iter().any(|&v| v != 0.0), "{ty}");
+        assert_ne!(random_blocks(ty, 5, 2), data, "{ty}: the seed matters");
+    }
 }
 
 #[test]

@@ -1,105 +1,75 @@
-//! attention (split and combined), rope_store, rmsnorm and glu against plain CPU references.
+//! attention (split and combined), rope_store, rmsnorm and glu against the CPU references in
+//! `kernels::reference`.
 
 use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer};
 use crate::kernels::{
-    self, Activation, AttnOpts, Heads, KvBuffers, NormOpts, RopeConfig, Rows, StepInfo, When,
+    self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, NormOpts, RopeConfig,
+    Rows, StepInfo, When,
 };
 
-/// CPU attention: for each token t and head h, softmax over visible positions of q . k * scale.
-#[allow(clippy::too_many_arguments)]
-fn attention_ref(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    heads: Heads,
-    pos: u32,
-    n_tokens: u32,
-    scale: f32,
-    window: u32,
-    softcap: f32,
-) -> Vec<f32> {
-    let (nh, nkv, hd, ctx) = (
-        heads.n_head as usize,
-        heads.n_kv_head as usize,
-        heads.head_dim as usize,
-        heads.ctx as usize,
-    );
-    let stride = (nh + 2 * nkv) * hd;
-    let mut out = vec![0.0; n_tokens as usize * nh * hd];
-    for t in 0..n_tokens as usize {
-        let qp = pos as usize + t;
-        for h in 0..nh {
-            let kvh = h / (nh / nkv);
-            let first = if window > 0 && qp + 1 > window as usize {
-                qp + 1 - window as usize
-            } else {
-                0
-            };
-            let scores: Vec<f32> = (first..=qp)
-                .map(|s| {
-                    let mut d: f32 = (0..hd)
-                        .map(|i| q[t * stride + h * hd + i] * scale * k[(kvh * ctx + s) * hd + i])
-                        .sum();
-                    if softcap > 0.0 {
-                        d = softcap * (d / softcap).tanh();
-                    }
-                    d
-                })
-                .collect();
-            let m = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let e: Vec<f32> = scores.iter().map(|s| (s - m).exp()).collect();
-            let z: f32 = e.iter().sum();
-            for i in 0..hd {
-                out[(t * nh + h) * hd + i] = (first..=qp)
-                    .zip(&e)
-                    .map(|(s, w)| w * v[(kvh * ctx + s) * hd + i])
-                    .sum::<f32>()
-                    / z;
-            }
-        }
-    }
-    out
-}
+/// Head shapes: one head, 4/1 (Gemma-3-270M: GQA with heads of 256), 9/3 (SmolLM2), 8/8 (MHA),
+/// and heads of 96 and 80, whose vec4 chunks do not divide a workgroup evenly.
+const HEAD_SHAPES: &[(u32, u32, u32)] = &[
+    (1, 1, 64),
+    (4, 1, 256),
+    (9, 3, 64),
+    (8, 8, 128),
+    (6, 2, 96),
+    (2, 1, 80),
+];
+
+/// (pos, n_tokens, window, softcap): decode at 0, 37, 300 and at the end of a 512 cache; a
+/// verification-sized pass (split); prompts of 5 and 77 tokens from 0 and onto a cache from 20;
+/// sliding windows of 8 in decode and prefill; soft-capping.
+const PASSES: &[(u32, u32, u32, f32)] = &[
+    (0, 1, 0, 0.0),
+    (37, 1, 0, 0.0),
+    (300, 1, 0, 0.0),
+    (511, 1, 0, 0.0),
+    (300, 1, 8, 0.0),
+    (70, 1, 0, 5.0),
+    (100, 16, 0, 0.0),
+    (0, 5, 0, 0.0),
+    (20, 5, 0, 0.0),
+    (0, 77, 0, 0.0),
+    (20, 77, 0, 0.0),
+    (20, 77, 8, 0.0),
+    (20, 16, 8, 5.0),
+];
 
 async fn attention_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let ctx = 512u32;
-    for (nh, nkv, hd) in [
-        (1u32, 1u32, 64u32),
-        (4, 1, 256),
-        (9, 3, 64),
-        (8, 8, 128),
-        (6, 2, 96),
-    ] {
-        for (pos, n_tokens, window, softcap) in [
-            (0u32, 1u32, 0u32, 0.0f32),
-            (37, 1, 0, 0.0),
-            (300, 1, 0, 0.0),
-            (300, 1, 8, 0.0),
-            (0, 5, 0, 0.0),
-            (20, 77, 0, 0.0),
-            (20, 16, 8, 30.0),
-        ] {
-            let heads = Heads {
-                n_head: nh,
-                n_kv_head: nkv,
-                head_dim: hd,
-                ctx,
-            };
+    for &(nh, nkv, hd) in HEAD_SHAPES {
+        let heads = Heads {
+            n_head: nh,
+            n_kv_head: nkv,
+            head_dim: hd,
+            ctx,
+        };
+        let pb = gpu
+            .storage("partial", kernels::attention_partial_len(&heads) * 4)
+            .unwrap();
+        for &(pos, n_tokens, window, softcap) in PASSES {
             let stride = (nh + 2 * nkv) * hd;
             let seed = (nh * 1000 + hd + pos * 7 + n_tokens) as u64;
             let q = random_f32(seed, (n_tokens * stride) as usize, 1.0);
-            let k = random_f32(seed + 1, (nkv * ctx * hd) as usize, 1.0);
-            let v = random_f32(seed + 2, (nkv * ctx * hd) as usize, 1.0);
+            let mut k = random_f32(seed + 1, (nkv * ctx * hd) as usize, 1.0);
+            let mut v = random_f32(seed + 2, (nkv * ctx * hd) as usize, 1.0);
+            // Positions past the last query are not visible: NaN there shows any leak.
+            let (last, row) = ((pos + n_tokens) as usize, (ctx * hd) as usize);
+            for kvh in 0..nkv as usize {
+                k[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+                v[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+            }
             let qb = gpu.storage_init("q", bytemuck::cast_slice(&q)).unwrap();
             let kb = gpu.storage_init("k", bytemuck::cast_slice(&k)).unwrap();
             let vb = gpu.storage_init("v", bytemuck::cast_slice(&v)).unwrap();
             let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
-            let pb = gpu
-                .storage("partial", kernels::attention_partial_len(&heads) * 4)
-                .unwrap();
-            let scale = 1.0 / (hd as f32).sqrt();
+            // Twice the usual scale: scores spread over a few units, so the softmax is neither
+            // flat nor one-hot.
+            let scale = 2.0 / (hd as f32).sqrt();
             let d = kernels::attention(
                 &gpu,
                 &qb,
@@ -113,6 +83,7 @@ async fn attention_matches_the_reference() {
                     scale,
                     window,
                     softcap,
+                    decode_rope: None,
                 },
             )
             .unwrap();
@@ -122,7 +93,8 @@ async fn attention_matches_the_reference() {
                 n_out: 1,
             };
             run_dispatches(&gpu, &[&d[0], &d[1]], s, &step).await;
-            let want = attention_ref(&q, &k, &v, heads, pos, n_tokens, scale, window, softcap);
+            let want =
+                reference::attention(&q, &k, &v, heads, pos, n_tokens, scale, window, softcap);
             let shape = format!(
                 "heads {nh}/{nkv} of {hd}, pos {pos}, tokens {n_tokens}, window {window}, softcap {softcap}, splits {}",
                 kernels::attention_splits(&s)
@@ -133,48 +105,28 @@ async fn attention_matches_the_reference() {
                 &read(&gpu, &ob, want.len()).await,
                 &want,
                 1e-10,
-                1e-4,
+                2e-5,
             );
         }
     }
 }
 
-fn rmsnorm_ref(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
-    let inv = 1.0 / (x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32 + eps).sqrt();
-    x.iter().zip(w).map(|(v, g)| v * inv * g).collect()
-}
-
-/// CPU RoPE of one head at `pos` (GGML normal: adjacent pairs; NeoX: halves).
-fn rope_ref(x: &mut [f32], pos: u32, r: &RopeConfig) {
-    let half = r.n_rot as usize / 2;
-    for j in 0..half {
-        let inv_freq = r.theta_base.powf(-2.0 * j as f32 / r.n_rot as f32);
-        let a = pos as f32 * r.freq_scale * inv_freq;
-        let (s, c) = a.sin_cos();
-        let (i0, i1) = if r.neox {
-            (j, j + half)
-        } else {
-            (2 * j, 2 * j + 1)
-        };
-        let (x0, x1) = (x[i0], x[i1]);
-        x[i0] = x0 * c - x1 * s;
-        x[i1] = x0 * s + x1 * c;
-    }
-}
-
-async fn rope_store_matches_the_reference() {
+/// The forward pass's attention block: rope_store for batched passes, attention with its decode
+/// prologue (q/k norm, RoPE and the cache store of a one-token pass), the combine; against
+/// reference::rope_store then reference::attention, output and caches.
+async fn attention_with_decode_prologue_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let dummy = gpu.storage("dummy", 16).unwrap();
-    let ctx = 64u32;
-    for (nh, nkv, hd, n_rot, neox, qk_norm) in [
-        (4u32, 2u32, 64u32, 64u32, false, false),
-        (4, 2, 64, 64, true, true),
-        (2, 1, 256, 256, true, true),
-        (3, 1, 128, 64, true, false),
-        (2, 2, 96, 32, false, true),
+    let ctx = 512u32;
+    // (heads, kv heads, head size, rotated, NeoX, q/k norm eps, theta base, freq scale)
+    for (nh, nkv, hd, n_rot, neox, qk_eps, theta_base, freq_scale) in [
+        (9u32, 3u32, 64u32, 64u32, true, None, 100000.0f32, 1.0f32),
+        (4, 1, 256, 256, true, Some(1e-6f32), 1_000_000.0, 0.125),
+        (8, 8, 128, 64, false, Some(1e-5), 10000.0, 1.0),
+        (6, 2, 96, 32, true, Some(1e-6), 10000.0, 0.5),
+        (2, 1, 80, 40, false, None, 500000.0, 0.25),
     ] {
-        let (pos, n_tokens) = (13u32, 5u32);
         let heads = Heads {
             n_head: nh,
             n_kv_head: nkv,
@@ -184,95 +136,264 @@ async fn rope_store_matches_the_reference() {
         let rope = RopeConfig {
             n_rot,
             neox,
-            theta_base: 10000.0,
-            freq_scale: 0.5,
+            theta_base,
+            freq_scale,
         };
-        let stride = ((nh + 2 * nkv) * hd) as usize;
-        let qkv = random_f32(hd as u64 + nh as u64, n_tokens as usize * stride, 2.0);
-        let qn = random_f32(3, hd as usize, 1.5);
-        let kn = random_f32(4, hd as usize, 1.5);
-        let qkvb = gpu.storage_init("qkv", bytemuck::cast_slice(&qkv)).unwrap();
-        let kc = gpu.storage("kc", (nkv * ctx * hd) as u64 * 4).unwrap();
-        let vc = gpu.storage("vc", (nkv * ctx * hd) as u64 * 4).unwrap();
-        let qnb = gpu.storage_init("qn", bytemuck::cast_slice(&qn)).unwrap();
-        let knb = gpu.storage_init("kn", bytemuck::cast_slice(&kn)).unwrap();
-        let d = kernels::rope_store(
-            &gpu,
-            &KvBuffers {
-                qkv: &qkvb,
-                k_cache: &kc,
-                v_cache: &vc,
-            },
-            &step,
-            heads,
-            rope,
-            qk_norm.then_some((&qnb, &knb, 1e-6)),
-            &dummy,
-        )
-        .unwrap();
-        run_dispatches(
-            &gpu,
-            &[&d],
-            StepInfo {
+        let pb = gpu
+            .storage("partial", kernels::attention_partial_len(&heads) * 4)
+            .unwrap();
+        for (pos, n_tokens, window) in [
+            (0u32, 1u32, 0u32),
+            (37, 1, 0),
+            (130, 1, 0),
+            (300, 1, 8),
+            (511, 1, 0),
+            (20, 5, 0),
+            (100, 16, 8),
+        ] {
+            let stride = ((nh + 2 * nkv) * hd) as usize;
+            let seed = (nh * 100 + hd + pos) as u64;
+            let qkv = random_f32(seed, n_tokens as usize * stride, 1.5);
+            let qn = random_f32(seed + 1, hd as usize, 1.5);
+            let kn = random_f32(seed + 2, hd as usize, 1.5);
+            let cache_len = (nkv * ctx * hd) as usize;
+            let mut k = random_f32(seed + 3, cache_len, 1.0);
+            let mut v = random_f32(seed + 4, cache_len, 1.0);
+            // The pass writes positions pos.. itself; past them nothing may be read.
+            let (last, row) = ((pos + n_tokens) as usize, (ctx * hd) as usize);
+            for kvh in 0..nkv as usize {
+                k[kvh * row + pos as usize * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+                v[kvh * row + pos as usize * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+            }
+            let qkvb = gpu.storage_init("qkv", bytemuck::cast_slice(&qkv)).unwrap();
+            let qnb = gpu.storage_init("qn", bytemuck::cast_slice(&qn)).unwrap();
+            let knb = gpu.storage_init("kn", bytemuck::cast_slice(&kn)).unwrap();
+            let kb = gpu.storage_init("k", bytemuck::cast_slice(&k)).unwrap();
+            let vb = gpu.storage_init("v", bytemuck::cast_slice(&v)).unwrap();
+            let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
+            let qk_norm = qk_eps.map(|e| (&qnb, &knb, e));
+            let rs = kernels::rope_store(
+                &gpu,
+                &KvBuffers {
+                    qkv: &qkvb,
+                    k_cache: &kb,
+                    v_cache: &vb,
+                },
+                &step,
+                heads,
+                rope,
+                qk_norm,
+                &dummy,
+            )
+            .unwrap()
+            .only(When::Batch);
+            let scale = 1.0 / (hd as f32).sqrt();
+            let d = kernels::attention(
+                &gpu,
+                &qkvb,
+                &kb,
+                &vb,
+                &ob,
+                &pb,
+                &step,
+                heads,
+                AttnOpts {
+                    scale,
+                    window,
+                    softcap: 0.0,
+                    decode_rope: Some(DecodeRope { rope, qk_norm }),
+                },
+            )
+            .unwrap();
+            let s = StepInfo {
                 n_tokens,
                 pos,
                 n_out: 1,
-            },
-            &step,
-        )
-        .await;
-        let got_qkv = read(&gpu, &qkvb, qkv.len()).await;
-        let got_k = read(&gpu, &kc, (nkv * ctx * hd) as usize).await;
-        let got_v = read(&gpu, &vc, (nkv * ctx * hd) as usize).await;
-        let hd = hd as usize;
-        let (mut want_q, mut got_q, mut want_k, mut got_kk, mut want_v, mut got_vv) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
-        for t in 0..n_tokens as usize {
-            let p = pos + t as u32;
-            for h in 0..(nh + 2 * nkv) as usize {
-                let mut x = qkv[t * stride + h * hd..t * stride + (h + 1) * hd].to_vec();
-                if h < nh as usize {
-                    if qk_norm {
-                        x = rmsnorm_ref(&x, &qn, 1e-6);
-                    }
-                    rope_ref(&mut x, p, &rope);
-                    want_q.extend(x);
-                    got_q.extend_from_slice(
-                        &got_qkv[t * stride + h * hd..t * stride + (h + 1) * hd],
-                    );
-                } else if h < (nh + nkv) as usize {
-                    if qk_norm {
-                        x = rmsnorm_ref(&x, &kn, 1e-6);
-                    }
-                    rope_ref(&mut x, p, &rope);
-                    want_k.extend(x);
-                    let kh = h - nh as usize;
-                    let o = (kh * ctx as usize + p as usize) * hd;
-                    got_kk.extend_from_slice(&got_k[o..o + hd]);
-                } else {
-                    want_v.extend(x);
-                    let vh = h - (nh + nkv) as usize;
-                    let o = (vh * ctx as usize + p as usize) * hd;
-                    got_vv.extend_from_slice(&got_v[o..o + hd]);
-                }
-            }
+            };
+            run_dispatches(&gpu, &[&rs, &d[0], &d[1]], s, &step).await;
+            let (mut want_qkv, mut want_k, mut want_v) = (qkv.clone(), k.clone(), v.clone());
+            reference::rope_store(
+                &mut want_qkv,
+                &mut want_k,
+                &mut want_v,
+                heads,
+                &rope,
+                qk_eps.map(|e| (&qn[..], &kn[..], e)),
+                pos,
+                n_tokens,
+            );
+            let want = reference::attention(
+                &want_qkv, &want_k, &want_v, heads, pos, n_tokens, scale, window, 0.0,
+            );
+            let shape = format!(
+                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, pos {pos}, tokens {n_tokens}, window {window}"
+            );
+            assert_close(
+                "attention (decode prologue)",
+                &shape,
+                &read(&gpu, &ob, want.len()).await,
+                &want,
+                1e-10,
+                2e-5,
+            );
+            // The caches up to the last position written.
+            let written = |c: &[f32]| -> Vec<f32> {
+                c.chunks(row)
+                    .flat_map(|r| r[..last * hd as usize].to_vec())
+                    .collect()
+            };
+            assert_close(
+                "attention (decode prologue, k cache)",
+                &shape,
+                &written(&read(&gpu, &kb, cache_len).await),
+                &written(&want_k),
+                1e-10,
+                1e-4,
+            );
+            assert_close(
+                "attention (decode prologue, v cache)",
+                &shape,
+                &written(&read(&gpu, &vb, cache_len).await),
+                &written(&want_v),
+                0.0,
+                0.0,
+            );
         }
-        let shape =
-            format!("heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_norm}");
-        assert_close("rope_store (q)", &shape, &got_q, &want_q, 1e-10, 1e-4);
-        assert_close("rope_store (k)", &shape, &got_kk, &want_k, 1e-10, 1e-4);
-        assert_close("rope_store (v)", &shape, &got_vv, &want_v, 0.0, 0.0);
+    }
+}
+
+async fn rope_store_matches_the_reference() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 16).unwrap();
+    let ctx = 1100u32;
+    // (heads, kv heads, head size, rotated, NeoX, q/k norm eps, theta base, freq scale)
+    for (nh, nkv, hd, n_rot, neox, qk_eps, theta_base, freq_scale) in [
+        (4u32, 2u32, 64u32, 64u32, false, None, 10000.0f32, 1.0f32),
+        (4, 2, 64, 64, true, Some(1e-6f32), 100000.0, 1.0),
+        (2, 1, 256, 256, true, Some(1e-6), 1_000_000.0, 0.125),
+        (3, 1, 128, 64, true, None, 10000.0, 0.5),
+        (2, 2, 96, 32, false, Some(1e-5), 10000.0, 1.0),
+        (9, 3, 64, 64, true, None, 100000.0, 1.0),
+        (1, 1, 80, 40, false, Some(1e-5), 500000.0, 0.25),
+    ] {
+        // (pos, n_tokens): a prompt from 0, decode, a prompt onto a cache, decode far out.
+        for (pos, n_tokens) in [(0u32, 5u32), (37, 1), (13, 77), (1000, 1)] {
+            let heads = Heads {
+                n_head: nh,
+                n_kv_head: nkv,
+                head_dim: hd,
+                ctx,
+            };
+            let rope = RopeConfig {
+                n_rot,
+                neox,
+                theta_base,
+                freq_scale,
+            };
+            let stride = ((nh + 2 * nkv) * hd) as usize;
+            let seed = (hd + nh + n_rot + pos) as u64;
+            let qkv = random_f32(seed, n_tokens as usize * stride, 2.0);
+            let qn = random_f32(seed + 3, hd as usize, 1.5);
+            let kn = random_f32(seed + 4, hd as usize, 1.5);
+            let cache_len = (nkv * ctx * hd) as usize;
+            let qkvb = gpu.storage_init("qkv", bytemuck::cast_slice(&qkv)).unwrap();
+            let kc = gpu.storage("kc", cache_len as u64 * 4).unwrap();
+            let vc = gpu.storage("vc", cache_len as u64 * 4).unwrap();
+            let qnb = gpu.storage_init("qn", bytemuck::cast_slice(&qn)).unwrap();
+            let knb = gpu.storage_init("kn", bytemuck::cast_slice(&kn)).unwrap();
+            let d = kernels::rope_store(
+                &gpu,
+                &KvBuffers {
+                    qkv: &qkvb,
+                    k_cache: &kc,
+                    v_cache: &vc,
+                },
+                &step,
+                heads,
+                rope,
+                qk_eps.map(|e| (&qnb, &knb, e)),
+                &dummy,
+            )
+            .unwrap();
+            run_dispatches(
+                &gpu,
+                &[&d],
+                StepInfo {
+                    n_tokens,
+                    pos,
+                    n_out: 1,
+                },
+                &step,
+            )
+            .await;
+            let mut want_qkv = qkv.clone();
+            let (mut want_k, mut want_v) = (vec![0.0; cache_len], vec![0.0; cache_len]);
+            reference::rope_store(
+                &mut want_qkv,
+                &mut want_k,
+                &mut want_v,
+                heads,
+                &rope,
+                qk_eps.map(|e| (&qn[..], &kn[..], e)),
+                pos,
+                n_tokens,
+            );
+            // Only the Q heads of qkv change; compare those (K and V in the caches).
+            let q_only = |x: &[f32]| -> Vec<f32> {
+                x.chunks(stride)
+                    .flat_map(|row| row[..(nh * hd) as usize].to_vec())
+                    .collect()
+            };
+            let shape = format!(
+                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, theta {theta_base}, freq_scale {freq_scale}, pos {pos}, tokens {n_tokens}"
+            );
+            // The angle pos * freq / theta^(2j/n) is an f32 on the GPU: its rounding grows with
+            // pos (1000 rad carries ~3e-5 rad), which bounds the error of the rotated values.
+            let (nmse, max_abs) = if pos >= 1000 {
+                (1e-9, 5e-4)
+            } else {
+                (1e-10, 1e-4)
+            };
+            let got_qkv = read(&gpu, &qkvb, qkv.len()).await;
+            assert_close(
+                "rope_store (q)",
+                &shape,
+                &q_only(&got_qkv),
+                &q_only(&want_qkv),
+                nmse,
+                max_abs,
+            );
+            assert_close(
+                "rope_store (k)",
+                &shape,
+                &read(&gpu, &kc, cache_len).await,
+                &want_k,
+                nmse,
+                max_abs,
+            );
+            assert_close(
+                "rope_store (v)",
+                &shape,
+                &read(&gpu, &vc, cache_len).await,
+                &want_v,
+                0.0,
+                0.0,
+            );
+        }
     }
 }
 
 async fn rmsnorm_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
-    for (dim, n_tokens, n_out, accumulate, rows) in [
-        (1u32, 1u32, 1u32, false, Rows::Tokens),
-        (576, 7, 1, false, Rows::Tokens),
-        (640, 5, 1, true, Rows::Tokens),
-        (1000, 9, 3, false, Rows::Out),
+    for (dim, n_tokens, n_out, accumulate, rows, eps) in [
+        (1u32, 1u32, 1u32, false, Rows::Tokens, 1e-5f32),
+        (576, 7, 1, false, Rows::Tokens, 1e-5),
+        (640, 5, 1, true, Rows::Tokens, 1e-6),
+        (1000, 9, 3, false, Rows::Out, 1e-5),
+        (2048, 4, 4, true, Rows::Out, 1e-6),
+        (257, 300, 1, false, Rows::Tokens, 1e-2),
     ] {
         let x = random_f32(dim as u64, (n_tokens * dim) as usize, 3.0);
         let w = random_f32(dim as u64 + 1, dim as usize, 1.0);
@@ -287,7 +408,7 @@ async fn rmsnorm_matches_the_reference() {
             &yb,
             &step,
             dim,
-            1e-5,
+            eps,
             NormOpts {
                 accumulate,
                 rows,
@@ -311,16 +432,19 @@ async fn rmsnorm_matches_the_reference() {
             Rows::Out => (n_tokens - n_out, n_out),
         };
         let mut want = y0.clone();
-        for r in 0..count as usize {
-            let src = (first as usize + r) * dim as usize;
-            let n = rmsnorm_ref(&x[src..src + dim as usize], &w, 1e-5);
-            for (i, v) in n.into_iter().enumerate() {
-                let o = r * dim as usize + i;
-                want[o] = if accumulate { want[o] + v } else { v };
-            }
-        }
-        let shape =
-            format!("dim {dim}, tokens {n_tokens}, out {n_out}, accumulate {accumulate}, {rows:?}");
+        reference::rmsnorm(
+            &x,
+            &w,
+            &mut want,
+            dim as usize,
+            eps,
+            accumulate,
+            first as usize,
+            count as usize,
+        );
+        let shape = format!(
+            "dim {dim}, tokens {n_tokens}, out {n_out}, accumulate {accumulate}, {rows:?}, eps {eps}"
+        );
         assert_close(
             "rmsnorm",
             &shape,
@@ -340,8 +464,10 @@ async fn glu_matches_the_reference() {
         (1536, 3, Activation::Silu),
         (2048, 5, Activation::GeluTanh),
         (333, 300, Activation::GeluTanh),
+        (333, 300, Activation::Silu),
     ] {
-        let gu = random_f32(n as u64, (n_tokens * 2 * n) as usize, 6.0);
+        // Wide inputs reach the tails of both activations (and GELU's clamp of its tanh).
+        let gu = random_f32(n as u64, (n_tokens * 2 * n) as usize, 12.0);
         let gub = gpu.storage_init("gu", bytemuck::cast_slice(&gu)).unwrap();
         let hb = gpu.storage("h", (n_tokens * n) as u64 * 4).unwrap();
         let d = kernels::glu(&gpu, &gub, &hb, &step, n, act, When::Always).unwrap();
@@ -356,20 +482,7 @@ async fn glu_matches_the_reference() {
             &step,
         )
         .await;
-        let want: Vec<f32> = (0..(n_tokens * n) as usize)
-            .map(|i| {
-                let (t, c) = (i / n as usize, i % n as usize);
-                let g = gu[t * 2 * n as usize + c];
-                let u = gu[t * 2 * n as usize + n as usize + c];
-                let a = match act {
-                    Activation::Silu => g / (1.0 + (-g).exp()),
-                    Activation::GeluTanh => {
-                        0.5 * g * (1.0 + (0.797_884_6 * (g + 0.044715 * g * g * g)).tanh())
-                    }
-                };
-                a * u
-            })
-            .collect();
+        let want = reference::glu(&gu, n as usize, n_tokens as usize, act);
         let shape = format!("n {n}, tokens {n_tokens}, {act:?}");
         assert_close(
             "glu",
@@ -384,6 +497,7 @@ async fn glu_matches_the_reference() {
 
 super::gpu_tests!(
     attention_matches_the_reference,
+    attention_with_decode_prologue_matches_the_reference,
     rope_store_matches_the_reference,
     rmsnorm_matches_the_reference,
     glu_matches_the_reference

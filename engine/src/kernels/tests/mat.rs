@@ -1,12 +1,79 @@
 //! matvec, matmul, matvec_glu and embed for every weight type, against `reference(dequant(w), x)`.
-//! Weights are the gguf-py fixture rows (tests/fixtures/quant_blocks.gguf), tiled to the shapes
-//! under test.
+//! Weights are either the gguf-py fixture rows (tests/fixtures/quant_blocks.gguf, dequantized by
+//! gguf-py), tiled to the shapes under test, or seeded random blocks (`random_blocks`)
+//! dequantized by `quant::dequantize`, for shapes the fixture lacks.
+//!
+//! Tolerances: dequantization is exact on both sides (the GPU may fuse `q * scale - min` into an
+//! FMA, a difference of one rounding), so the error is the f32 accumulation order. The f64
+//! reference also returns each output's magnitude `sum |w x| + |bias| + |y0|`; outputs must be
+//! within `REL_TOL` of the largest magnitude, and the NMSE below 1e-9.
 
 use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer};
 use crate::gpu::Gpu;
 use crate::kernels::{self, Activation, GpuWeight, MatOpts, Rows, StepInfo, WeightChunk, When};
-use crate::quant::tests::{fixture, FixtureTensor};
-use crate::quant::{repack_for_gpu, GgmlType};
+use crate::quant::tests::{fixture, random_blocks, FixtureTensor, GPU_TYPES};
+use crate::quant::{dequantize, repack_for_gpu, GgmlType};
+
+/// Max abs error allowed, relative to the largest output magnitude `sum |w x|`.
+const REL_TOL: f32 = 1e-5;
+const NMSE_TOL: f64 = 1e-9;
+
+/// `rows x cols` seeded random weights of `ty`: GGUF bytes and their CPU dequantization.
+fn random_weight(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> (Vec<u8>, Vec<f32>) {
+    let (block, _) = ty.block_geometry().unwrap();
+    let n_blocks = rows * cols / block as usize;
+    let bytes = random_blocks(ty, n_blocks, seed);
+    let mut vals = vec![0.0; rows * cols];
+    dequantize(ty, &bytes, &mut vals).unwrap();
+    (bytes, vals)
+}
+
+/// `y[t, r] = y0[t, r] + sum_k w[r, k] x[t, k] + bias[r]` in f64 for `n` tokens, with `y` rows of
+/// `stride` floats; and the largest magnitude `sum_k |w x| + |bias| + |y0|` of an output.
+fn mat_ref(
+    w: &[f32],
+    x: &[f32],
+    (n, rows, cols, stride): (usize, usize, usize, usize),
+    bias: Option<&[f32]>,
+    y0: &[f32],
+    accumulate: bool,
+) -> (Vec<f32>, f32) {
+    let mut y = y0.to_vec();
+    let mut mag = 0.0f64;
+    for t in 0..n {
+        let xt = &x[t * cols..(t + 1) * cols];
+        for r in 0..rows {
+            let wr = &w[r * cols..(r + 1) * cols];
+            let (mut s, mut m) = (0.0f64, 0.0f64);
+            for (a, b) in wr.iter().zip(xt) {
+                s += *a as f64 * *b as f64;
+                m += (*a as f64 * *b as f64).abs();
+            }
+            if let Some(b) = bias {
+                s += b[r] as f64;
+                m += (b[r] as f64).abs();
+            }
+            let o = t * stride + r;
+            if accumulate {
+                s += y0[o] as f64;
+                m += (y0[o] as f64).abs();
+            }
+            y[o] = s as f32;
+            mag = mag.max(m);
+        }
+    }
+    (y, mag as f32)
+}
+
+/// Columns to test a type at: multiples of its block, some giving rows an odd number of blocks
+/// (paired blocks then straddle rows).
+fn cols_for(ty: GgmlType) -> [usize; 3] {
+    if ty.block_geometry().unwrap().0 == 256 {
+        [256, 768, 1280]
+    } else {
+        [32, 96, 800]
+    }
+}
 
 /// `rows` rows made by cycling the fixture's rows: GGUF bytes and their dequantized values.
 fn tile(t: &FixtureTensor, rows: usize, offset: usize) -> (Vec<u8>, Vec<f32>) {
@@ -191,7 +258,11 @@ async fn matvec_glu_every_type() {
     let gpu = gpu().await;
     let dummy = gpu.storage("dummy", 4).unwrap();
     for t in fixture() {
-        for (act, n_ff) in [(Activation::Silu, 7usize), (Activation::GeluTanh, 13)] {
+        for (act, n_ff) in [
+            (Activation::Silu, 7usize),
+            (Activation::GeluTanh, 13),
+            (Activation::Silu, 34),
+        ] {
             let cols = t.cols;
             // [gate; up]: 2 n_ff rows (an even count keeps paired blocks aligned).
             let (bytes, w) = tile(&t, 2 * n_ff, 1);
@@ -201,9 +272,19 @@ async fn matvec_glu_every_type() {
             let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
             let nb = gpu.storage_init("norm", bytemuck::cast_slice(&nw)).unwrap();
             let hb = gpu.storage("h", n_ff as u64 * 4).unwrap();
-            let d = kernels::matvec_glu(&gpu, &gw, &xb, &hb, &dummy, Some((&nb, 1e-6)), act)
-                .unwrap()
-                .expect("one chunk");
+            let rows_per_wg = [4, 256][n_ff % 2];
+            let d = kernels::matvec_glu_with_rows(
+                &gpu,
+                &gw,
+                &xb,
+                &hb,
+                &dummy,
+                Some((&nb, 1e-6)),
+                act,
+                rows_per_wg,
+            )
+            .unwrap()
+            .expect("one chunk");
             let step = step_buffer(&gpu);
             run_dispatches(
                 &gpu,
@@ -230,14 +311,16 @@ async fn matvec_glu_every_type() {
                     a * gu[n_ff + i]
                 })
                 .collect();
-            let shape = format!("{} n_ff {n_ff} {act:?}", t.ty);
+            let shape = format!("{} n_ff {n_ff} {act:?} rows/wg {rows_per_wg}", t.ty);
+            // The gguf-py fixture rows reach |h| ~ 1e4 (Q6_K's int8 scales): relative bound.
+            let mag = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
             assert_close(
                 "matvec_glu",
                 &shape,
                 &read(&gpu, &hb, n_ff).await,
                 &want,
-                1e-9,
-                5e-3,
+                NMSE_TOL,
+                REL_TOL * mag,
             );
         }
     }
@@ -284,9 +367,216 @@ async fn embed_every_type_and_chunked_table() {
     }
 }
 
+/// Every type through `kernels::mat` on random blocks: the matvec (1 token) and the tiled matmul
+/// (2, 5, 33, 64 tokens), rows of 1, odd counts that do not fill a workgroup (matvec takes 4
+/// rows, matmul 64), weights of 1 to 3 chunks (the later ones at a y offset), a y stride wider
+/// than the weight, and every combination of the bias and accumulate flags.
+async fn mat_random_blocks_every_type_shape_and_flag() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    let mut worst = 0.0f32;
+    for (ti, ty) in GPU_TYPES.into_iter().enumerate() {
+        let [c0, c1, c2] = cols_for(ty);
+        let long = if c0 == 256 { 4096 } else { 4000 };
+        // (rows, cols, chunk splits, extra y columns)
+        let shapes: [(usize, usize, &[usize], usize); 6] = [
+            (1, c0, &[], 0),
+            (7, c1, &[], 0),
+            (33, c2, &[], 0),
+            (67, c1, &[33], 0),
+            (130, c0, &[64, 101], 3),
+            (5, long, &[], 0),
+        ];
+        for (si, &(rows, cols, splits, extra)) in shapes.iter().enumerate() {
+            let seed = (ti * 100 + si) as u64;
+            let (bytes, w) = random_weight(ty, rows, cols, seed);
+            let gw = weight(&gpu, ty, &bytes, rows, cols, splits);
+            let stride = rows + extra;
+            // The matvec at the GPU (4) and CPU-adapter (256) rows per workgroup and between.
+            let runs = [1usize, 1, 1, 2, 5, 33, 64].into_iter().zip([
+                Some(4),
+                Some(64),
+                Some(256),
+                None,
+                None,
+                None,
+                None,
+            ]);
+            for (ni, (n, matvec_rows)) in runs.enumerate() {
+                let flags = (si + ni) % 4;
+                let (with_bias, accumulate) = (flags & 1 != 0, flags & 2 != 0);
+                let x = random_f32(seed * 7 + n as u64, n * cols, 1.0);
+                let bias = random_f32(seed + 1, rows, 1.0);
+                let y0 = random_f32(seed + 2, n * stride, 1.0);
+                let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
+                let bb = gpu
+                    .storage_init("bias", bytemuck::cast_slice(&bias))
+                    .unwrap();
+                let yb = gpu.storage_init("y", bytemuck::cast_slice(&y0)).unwrap();
+                let d = kernels::mat(
+                    &gpu,
+                    &gw,
+                    &xb,
+                    &yb,
+                    &step,
+                    &dummy,
+                    &MatOpts {
+                        bias: with_bias.then_some(&bb),
+                        accumulate,
+                        y_stride: (extra > 0).then_some(stride as u32),
+                        matvec_rows,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+                assert_eq!(d.len(), splits.len() + 1, "one dispatch per chunk");
+                let s = StepInfo {
+                    n_tokens: n as u32,
+                    pos: 0,
+                    n_out: 1,
+                };
+                run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+                let got = read(&gpu, &yb, n * stride).await;
+                let (want, mag) = mat_ref(
+                    &w,
+                    &x,
+                    (n, rows, cols, stride),
+                    with_bias.then_some(&bias[..]),
+                    &y0,
+                    accumulate,
+                );
+                let kernel = if n == 1 { "matvec" } else { "matmul" };
+                let shape = format!(
+                    "{ty} rows {rows} cols {cols} chunks {} tokens {n} stride {stride} bias {with_bias} accumulate {accumulate} matvec rows/wg {matvec_rows:?}",
+                    splits.len() + 1
+                );
+                let err = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(g, w)| (g - w).abs())
+                    .fold(0.0, f32::max);
+                worst = worst.max(err / mag);
+                assert_close(kernel, &shape, &got, &want, NMSE_TOL, REL_TOL * mag);
+            }
+        }
+    }
+    eprintln!("mat: worst error / magnitude {worst:.2e} (tolerance {REL_TOL:.0e})");
+}
+
+/// `Rows::Out`: only the last `n_out` tokens' rows (held from row 0 of x) are computed, by the
+/// matvec when `n_out` is 1 and by the matmul otherwise; the rest of y is left alone.
+async fn mat_output_rows_every_type() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    for (ti, ty) in GPU_TYPES.into_iter().enumerate() {
+        let (rows, cols) = (67, cols_for(ty)[1]);
+        let (bytes, w) = random_weight(ty, rows, cols, 1000 + ti as u64);
+        let gw = weight(&gpu, ty, &bytes, rows, cols, &[40]);
+        let n_tokens = 6;
+        for n_out in [1usize, 3] {
+            let x = random_f32(ti as u64, n_tokens * cols, 1.0);
+            let y0 = random_f32(ti as u64 + 1, n_tokens * rows, 1.0);
+            let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
+            let yb = gpu.storage_init("y", bytemuck::cast_slice(&y0)).unwrap();
+            let d = kernels::mat(
+                &gpu,
+                &gw,
+                &xb,
+                &yb,
+                &step,
+                &dummy,
+                &MatOpts {
+                    rows: Rows::Out,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let s = StepInfo {
+                n_tokens: n_tokens as u32,
+                pos: 0,
+                n_out: n_out as u32,
+            };
+            run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+            let got = read(&gpu, &yb, n_tokens * rows).await;
+            let (mut want, mag) = mat_ref(&w, &x, (n_out, rows, cols, rows), None, &y0, false);
+            want.truncate(n_out * rows);
+            want.extend_from_slice(&y0[n_out * rows..]);
+            let kernel = if n_out == 1 { "matvec" } else { "matmul" };
+            let shape =
+                format!("{ty} rows {rows} cols {cols} Rows::Out n_out {n_out} of {n_tokens}");
+            assert_close(kernel, &shape, &got, &want, NMSE_TOL, REL_TOL * mag);
+        }
+    }
+}
+
+/// `embed` on random tables of every type: rows at the edges of each of three chunks, repeated
+/// tokens, a scale. The values are the dequantized rows, up to one rounding (FMA).
+async fn embed_random_blocks_every_type() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    for (ti, ty) in GPU_TYPES.into_iter().enumerate() {
+        for (ci, cols) in cols_for(ty).into_iter().enumerate() {
+            let rows = 67;
+            let (bytes, w) = random_weight(ty, rows, cols, 2000 + (ti * 10 + ci) as u64);
+            let gw = weight(&gpu, ty, &bytes, rows, cols, &[33, 50]);
+            let tokens: Vec<u32> = vec![0, 66, 32, 33, 49, 50, 7, 7, 1];
+            let tb = gpu
+                .storage_init("tokens", bytemuck::cast_slice(&tokens))
+                .unwrap();
+            let yb = gpu.storage("y", (tokens.len() * cols) as u64 * 4).unwrap();
+            let scale = 1.5;
+            let d = kernels::embed(&gpu, &gw, &tb, &yb, &step, scale).unwrap();
+            let s = StepInfo {
+                n_tokens: tokens.len() as u32,
+                pos: 0,
+                n_out: 1,
+            };
+            run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+            let want: Vec<f32> = tokens
+                .iter()
+                .flat_map(|&id| w[id as usize * cols..][..cols].iter().map(|v| v * scale))
+                .collect();
+            let mag = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let shape = format!("{ty} rows {rows} cols {cols} chunks 3");
+            assert_close(
+                "embed",
+                &shape,
+                &read(&gpu, &yb, tokens.len() * cols).await,
+                &want,
+                1e-12,
+                4.0 * f32::EPSILON * mag,
+            );
+        }
+    }
+}
+
+async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    let (bytes, _) = random_weight(GgmlType::Q8_0, 4, 64, 0);
+    let gw = weight(&gpu, GgmlType::Q8_0, &bytes, 4, 64, &[]);
+    for bad in [0, 3, 512] {
+        let opts = MatOpts {
+            matvec_rows: Some(bad),
+            ..Default::default()
+        };
+        let err = kernels::mat(&gpu, &gw, &dummy, &dummy, &step, &dummy, &opts)
+            .err()
+            .expect("rejected");
+        assert!(err.to_string().contains("rows per workgroup"), "{err}");
+    }
+}
+
 super::gpu_tests!(
     mat_every_type_and_shape,
     matvec_norm_prologue_and_output_rows,
     matvec_glu_every_type,
-    embed_every_type_and_chunked_table
+    embed_every_type_and_chunked_table,
+    mat_random_blocks_every_type_shape_and_flag,
+    mat_output_rows_every_type,
+    embed_random_blocks_every_type,
+    matvec_rows_per_workgroup_must_split_the_workgroup
 );

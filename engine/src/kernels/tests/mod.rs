@@ -104,6 +104,7 @@ pub fn assert_close(
 
 mod attention;
 mod mat;
+mod moe;
 mod sample;
 
 use super::{Dispatch, StepInfo, StepUniform};

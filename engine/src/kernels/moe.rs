@@ -1,0 +1,619 @@
+//! Mixture-of-Experts on the GPU: routing (top-k and weights from the router logits), the routed
+//! experts' gate/up/activation and down/weight/sum kernels for decode, and their batched forms
+//! that read each selected expert once per pass. Router output (expert ids and weights) lives in
+//! a storage buffer `[n_tokens, k, 2]` and is never read back.
+//!
+//! One MoE FFN, given the normalised input (or the raw residual with the norm in the decode
+//! prologue):
+//! ```text
+//! decode (1 token):  router matvec -> moe_router -> moe_gate_up -> moe_down (+= x)      4 dispatches
+//! batch (n tokens):  router matmul -> moe_router -> moe_sort -> moe_gate_up_batch
+//!                    -> moe_down_batch -> moe_combine (+= x)                             6 dispatches
+//! ```
+//! (one expert dispatch more per extra weight chunk; see [`GpuExperts`]).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{grid_2d, key, matvec_key, matvec_rows, qtype_suffix, Activation, Dispatch, When};
+use crate::gpu::{Binding, Gpu};
+use crate::quant::{repack_for_gpu, GgmlType};
+use crate::{Error, Result};
+
+/// A stacked expert tensor on the GPU (`[n_expert, rows, n_cols]`), split by whole experts into
+/// chunks that each fit one storage binding (browsers: 128 MiB). Kernels take a chunk's first
+/// expert and count, and skip routes to experts outside it.
+pub struct GpuExperts {
+    pub name: String,
+    pub n_expert: u32,
+    /// Rows per expert (gate/up: 2 * n_ff, gate rows then up rows; down: n_embd).
+    pub rows: u32,
+    pub n_cols: u32,
+    pub chunks: Vec<ExpertChunk>,
+}
+
+pub struct ExpertChunk {
+    pub buffer: wgpu::Buffer,
+    pub ty: GgmlType,
+    pub e0: u32,
+    pub n_exp: u32,
+}
+
+impl GpuExperts {
+    /// Uploads expert tensors given in GGUF layout, each `[n_expert, rows_each, n_cols]` of type
+    /// `ty`: with several tensors (gate and up), expert e's rows of each are placed one after the
+    /// other. Chunks hold whole experts and at most `budget` bytes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn upload(
+        gpu: &Gpu,
+        name: &str,
+        ty: GgmlType,
+        tensors: &[&[u8]],
+        n_expert: u32,
+        rows_each: u32,
+        n_cols: u32,
+        budget: u64,
+    ) -> Result<GpuExperts> {
+        let row_bytes = ty.bytes_for(n_cols as u64).ok_or_else(|| {
+            Error::InvalidArgument(format!("{name}: rows of {n_cols} elements of {ty}"))
+        })? as usize;
+        let per_tensor = row_bytes * rows_each as usize;
+        for t in tensors {
+            if t.len() != per_tensor * n_expert as usize {
+                return Err(Error::InvalidArgument(format!(
+                    "{name}: {} bytes for {n_expert} experts of {rows_each} x {n_cols} {ty}",
+                    t.len()
+                )));
+            }
+        }
+        // Padded for paired layouts.
+        let expert_bytes = (per_tensor * tensors.len()) as u64 + 2 * row_bytes as u64;
+        let per_chunk = (budget / expert_bytes).min(n_expert as u64) as u32;
+        if per_chunk == 0 {
+            return Err(Error::Limits {
+                what: format!("a storage binding for one expert of {name}"),
+                need: expert_bytes,
+                have: budget,
+            });
+        }
+        let mut chunks = Vec::new();
+        let mut e0 = 0;
+        while e0 < n_expert {
+            let n = per_chunk.min(n_expert - e0);
+            let mut bytes = Vec::with_capacity(per_tensor * tensors.len() * n as usize);
+            for e in e0..e0 + n {
+                for t in tensors {
+                    bytes.extend_from_slice(
+                        &t[e as usize * per_tensor..(e as usize + 1) * per_tensor],
+                    );
+                }
+            }
+            chunks.push(ExpertChunk {
+                buffer: gpu.storage_init(name, &repack_for_gpu(ty, &bytes))?,
+                ty,
+                e0,
+                n_exp: n,
+            });
+            e0 += n;
+        }
+        Ok(GpuExperts {
+            name: name.into(),
+            n_expert,
+            rows: rows_each * tensors.len() as u32,
+            n_cols,
+            chunks,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// router
+
+/// Most experts a layer may have (MAX_E in moe_router.wgsl and moe_sort.wgsl).
+pub const MAX_EXPERTS: u32 = 1024;
+/// Most expert groups (MAX_G in moe_router.wgsl).
+pub const MAX_GROUPS: u32 = 64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gating {
+    /// Softmax over all experts, weights from the softmax (qwen3moe).
+    Softmax,
+    /// Sigmoid scores; selection by score + bias, weights from the unbiased scores (glm4moe).
+    Sigmoid,
+}
+
+/// How a layer routes its tokens.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Routing {
+    pub n_expert: u32,
+    /// Experts per token.
+    pub k: u32,
+    pub gating: Gating,
+    /// Renormalise the k weights to sum 1 (`expert_weights_norm`).
+    pub norm: bool,
+    /// Weights multiplier (`expert_weights_scale`; 1 when absent).
+    pub scale: f32,
+    /// Expert groups (1: no group limit) and groups kept per token.
+    pub n_group: u32,
+    pub topk_group: u32,
+}
+
+impl Routing {
+    pub fn check(&self) -> Result<()> {
+        let ok = self.n_expert > 0
+            && self.n_expert <= MAX_EXPERTS
+            && self.k > 0
+            && self.k <= self.n_expert
+            && self.n_group > 0
+            && self.n_group <= MAX_GROUPS
+            && self.n_expert % self.n_group == 0
+            && (self.n_group == 1 || (self.topk_group > 0 && self.topk_group <= self.n_group))
+            && (self.n_group == 1 || self.n_expert / self.n_group >= 2);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "unsupported expert routing {self:?} (at most {MAX_EXPERTS} experts, {MAX_GROUPS} groups)"
+            )))
+        }
+    }
+}
+
+const ROUTER_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct RouterParams {
+    n_expert: u32,
+    k: u32,
+    gating: u32,
+    flags: u32,
+    n_group: u32,
+    topk_group: u32,
+    scale: f32,
+    _pad: u32,
+}
+
+/// Top-k and weights for every token of the pass: `route[t, j] = (id, weight)` from
+/// `logits[t, :]` (`[n_tokens, n_expert]`). `bias` is the selection bias (`exp_probs_b`).
+pub fn router(
+    gpu: &Gpu,
+    logits: &wgpu::Buffer,
+    bias: Option<&wgpu::Buffer>,
+    route: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    r: &Routing,
+) -> Result<Dispatch> {
+    r.check()?;
+    let pipeline = gpu.pipeline(&key("moe_router".into(), ROUTER_LAYOUT))?;
+    let params = RouterParams {
+        n_expert: r.n_expert,
+        k: r.k,
+        gating: (r.gating == Gating::Sigmoid) as u32,
+        flags: r.norm as u32 | (bias.is_some() as u32) << 1,
+        n_group: r.n_group,
+        topk_group: if r.n_group > 1 { r.topk_group } else { 1 },
+        scale: r.scale,
+        _pad: 0,
+    };
+    let pbuf = gpu.uniform("moe_router", &params);
+    Ok(Dispatch {
+        label: "moe_router".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(
+            ROUTER_LAYOUT,
+            &[logits, bias.unwrap_or(dummy), route, &pbuf, step],
+        ),
+        grid: Box::new(|s| Some((0, [s.n_tokens, 1, 1]))),
+    })
+}
+
+/// u32 words of the per-expert token lists of a pass of up to `max_tokens` (moe_sort.wgsl).
+pub fn lists_len(n_expert: u32, k: u32, max_tokens: u32) -> u64 {
+    n_expert as u64 + 1 + max_tokens as u64 * k as u64
+}
+
+const SORT_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+/// The tokens routed to each expert, for the batched expert kernels (batched passes only).
+pub fn sort(
+    gpu: &Gpu,
+    route: &wgpu::Buffer,
+    lists: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    r: &Routing,
+) -> Result<Dispatch> {
+    let pipeline = gpu.pipeline(&key("moe_sort".into(), SORT_LAYOUT))?;
+    let pbuf = gpu.uniform("moe_sort", &[r.n_expert, r.k, 0, 0]);
+    Ok(Dispatch {
+        label: "moe_sort".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(SORT_LAYOUT, &[route, lists, &pbuf, step]),
+        grid: Box::new(|s| When::Batch.admits(s).then_some((0, [1, 1, 1]))),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// experts
+
+fn check_experts(ex: &GpuExperts, r: &Routing, rows: u32, cols: u32) -> Result<()> {
+    if ex.n_expert != r.n_expert || ex.rows != rows || ex.n_cols != cols || cols % 32 != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{}: {} experts of {} x {}, expected {} of {rows} x {cols} (a multiple of 32)",
+            ex.name, ex.n_expert, ex.rows, ex.n_cols, r.n_expert
+        )));
+    }
+    Ok(())
+}
+
+const GATE_UP_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Read,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GateUpParams {
+    n_ff: u32,
+    n_cols: u32,
+    k: u32,
+    e0: u32,
+    n_exp: u32,
+    act: u32,
+    flags: u32,
+    eps: f32,
+}
+
+/// Decode: `h[j, :] = act(G_e x') * (U_e x')` for the token's k routes, over the stacked
+/// gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) * norm weights when `norm` is given.
+/// One dispatch per chunk.
+#[allow(clippy::too_many_arguments)]
+pub fn gate_up(
+    gpu: &Gpu,
+    ex: &GpuExperts,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    route: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    r: &Routing,
+    act: Activation,
+) -> Result<Vec<Dispatch>> {
+    let n_ff = ex.rows / 2;
+    check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
+    let mut out = Vec::new();
+    for c in &ex.chunks {
+        let q = qtype_suffix(c.ty)?;
+        let rows = matvec_rows(gpu);
+        let pipeline = gpu.pipeline(&matvec_key(
+            format!("moe_gate_up_{q}"),
+            GATE_UP_LAYOUT,
+            rows,
+        )?)?;
+        let params = GateUpParams {
+            n_ff,
+            n_cols: ex.n_cols,
+            k: r.k,
+            e0: c.e0,
+            n_exp: c.n_exp,
+            act: (act == Activation::GeluTanh) as u32,
+            flags: (norm.is_some() as u32) << 2,
+            eps: norm.map_or(0.0, |n| n.1),
+        };
+        let pbuf = gpu.uniform(&ex.name, &params);
+        let k = r.k;
+        out.push(Dispatch {
+            label: ex.name.clone(),
+            pipelines: vec![pipeline],
+            bind_group: gpu.bind_group(
+                GATE_UP_LAYOUT,
+                &[&c.buffer, x, h, route, norm.map_or(dummy, |n| n.0), &pbuf],
+            ),
+            grid: Box::new(move |s| {
+                When::Decode
+                    .admits(s)
+                    .then_some((0, [n_ff.div_ceil(rows), k, 1]))
+            }),
+        });
+    }
+    Ok(out)
+}
+
+const DOWN_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct DownParams {
+    n_rows: u32,
+    n_cols: u32,
+    k: u32,
+    e0: u32,
+    n_exp: u32,
+    _pad: [u32; 3],
+}
+
+/// Decode: `x += sum_j weight_j * D_{e_j} h[j, :]`. One dispatch per chunk.
+pub fn down(
+    gpu: &Gpu,
+    ex: &GpuExperts,
+    h: &wgpu::Buffer,
+    x: &wgpu::Buffer,
+    route: &wgpu::Buffer,
+    r: &Routing,
+) -> Result<Vec<Dispatch>> {
+    check_experts(ex, r, ex.rows, ex.n_cols)?;
+    let mut out = Vec::new();
+    for c in &ex.chunks {
+        let q = qtype_suffix(c.ty)?;
+        let rows = matvec_rows(gpu);
+        let pipeline = gpu.pipeline(&matvec_key(format!("moe_down_{q}"), DOWN_LAYOUT, rows)?)?;
+        let params = DownParams {
+            n_rows: ex.rows,
+            n_cols: ex.n_cols,
+            k: r.k,
+            e0: c.e0,
+            n_exp: c.n_exp,
+            _pad: [0; 3],
+        };
+        let pbuf = gpu.uniform(&ex.name, &params);
+        let n_rows = ex.rows;
+        out.push(Dispatch {
+            label: ex.name.clone(),
+            pipelines: vec![pipeline],
+            bind_group: gpu.bind_group(DOWN_LAYOUT, &[&c.buffer, h, x, route, &pbuf]),
+            grid: Box::new(move |s| {
+                When::Decode
+                    .admits(s)
+                    .then(|| (0, grid_2d(n_rows.div_ceil(rows))))
+            }),
+        });
+    }
+    Ok(out)
+}
+
+const GATE_UP_BATCH_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GateUpBatchParams {
+    n_ff: u32,
+    n_cols: u32,
+    k: u32,
+    e0: u32,
+    n_exp: u32,
+    act: u32,
+    n_expert: u32,
+    _pad: u32,
+}
+
+/// Batched passes: `h[t k + j, :] = act(G_e x[t]) * (U_e x[t])` for every route, by expert
+/// (`lists` from [`sort`]). `x` is already normalised. One dispatch per chunk.
+#[allow(clippy::too_many_arguments)]
+pub fn gate_up_batch(
+    gpu: &Gpu,
+    ex: &GpuExperts,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    lists: &wgpu::Buffer,
+    r: &Routing,
+    act: Activation,
+) -> Result<Vec<Dispatch>> {
+    let n_ff = ex.rows / 2;
+    check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
+    let mut out = Vec::new();
+    for c in &ex.chunks {
+        let q = qtype_suffix(c.ty)?;
+        let pipeline =
+            gpu.pipeline(&key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT))?;
+        let params = GateUpBatchParams {
+            n_ff,
+            n_cols: ex.n_cols,
+            k: r.k,
+            e0: c.e0,
+            n_exp: c.n_exp,
+            act: (act == Activation::GeluTanh) as u32,
+            n_expert: r.n_expert,
+            _pad: 0,
+        };
+        let pbuf = gpu.uniform(&ex.name, &params);
+        let n_exp = c.n_exp;
+        out.push(Dispatch {
+            label: format!("{} batch", ex.name),
+            pipelines: vec![pipeline],
+            bind_group: gpu.bind_group(GATE_UP_BATCH_LAYOUT, &[&c.buffer, x, h, lists, &pbuf]),
+            grid: Box::new(move |s| {
+                When::Batch
+                    .admits(s)
+                    .then_some((0, [n_ff.div_ceil(32), n_exp, 1]))
+            }),
+        });
+    }
+    Ok(out)
+}
+
+const DOWN_BATCH_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Read,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct DownBatchParams {
+    n_rows: u32,
+    n_cols: u32,
+    k: u32,
+    e0: u32,
+    n_exp: u32,
+    n_expert: u32,
+    _pad: [u32; 2],
+}
+
+/// Batched passes: `o[t k + j, :] = weight * D_e h[t k + j, :]` for every route, by expert.
+/// One dispatch per chunk.
+#[allow(clippy::too_many_arguments)]
+pub fn down_batch(
+    gpu: &Gpu,
+    ex: &GpuExperts,
+    h: &wgpu::Buffer,
+    o: &wgpu::Buffer,
+    lists: &wgpu::Buffer,
+    route: &wgpu::Buffer,
+    r: &Routing,
+) -> Result<Vec<Dispatch>> {
+    check_experts(ex, r, ex.rows, ex.n_cols)?;
+    let mut out = Vec::new();
+    for c in &ex.chunks {
+        let q = qtype_suffix(c.ty)?;
+        let pipeline = gpu.pipeline(&key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT))?;
+        let params = DownBatchParams {
+            n_rows: ex.rows,
+            n_cols: ex.n_cols,
+            k: r.k,
+            e0: c.e0,
+            n_exp: c.n_exp,
+            n_expert: r.n_expert,
+            _pad: [0; 2],
+        };
+        let pbuf = gpu.uniform(&ex.name, &params);
+        let (n_rows, n_exp) = (ex.rows, c.n_exp);
+        out.push(Dispatch {
+            label: format!("{} batch", ex.name),
+            pipelines: vec![pipeline],
+            bind_group: gpu.bind_group(DOWN_BATCH_LAYOUT, &[&c.buffer, h, o, lists, route, &pbuf]),
+            grid: Box::new(move |s| {
+                When::Batch
+                    .admits(s)
+                    .then_some((0, [n_rows.div_ceil(64), n_exp, 1]))
+            }),
+        });
+    }
+    Ok(out)
+}
+
+const COMBINE_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+/// Batched passes: `x[t, :] += sum_j o[t k + j, :]`.
+pub fn combine(
+    gpu: &Gpu,
+    o: &wgpu::Buffer,
+    x: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    n_embd: u32,
+    r: &Routing,
+) -> Result<Dispatch> {
+    let pipeline = gpu.pipeline(&key("moe_combine".into(), COMBINE_LAYOUT))?;
+    let pbuf = gpu.uniform("moe_combine", &[n_embd, r.k, 0, 0]);
+    Ok(Dispatch {
+        label: "moe_combine".into(),
+        pipelines: vec![pipeline],
+        bind_group: gpu.bind_group(COMBINE_LAYOUT, &[o, x, &pbuf, step]),
+        grid: Box::new(move |s| {
+            When::Batch
+                .admits(s)
+                .then(|| (0, grid_2d((s.n_tokens * n_embd).div_ceil(256))))
+        }),
+    })
+}
+
+/// Scratch buffers of one MoE FFN for passes of up to `max_tokens` tokens (shareable by all
+/// layers of a model).
+pub struct MoeBuffers {
+    pub logits: wgpu::Buffer, // [max_tokens, n_expert]
+    pub route: wgpu::Buffer,  // [max_tokens, k, 2] u32
+    pub lists: wgpu::Buffer,  // lists_len(n_expert, k, max_tokens) u32
+    pub h: wgpu::Buffer,      // [max_tokens * k, n_ff]
+    pub o: wgpu::Buffer,      // [max_tokens * k, n_embd]
+}
+
+impl MoeBuffers {
+    pub fn new(gpu: &Gpu, r: &Routing, n_embd: u32, n_ff: u32, max_tokens: u32) -> Result<Self> {
+        let t = max_tokens as u64;
+        let slots = t * r.k as u64;
+        let need = slots * n_embd.max(n_ff) as u64 * 4;
+        if need > gpu.max_binding() {
+            return Err(Error::Limits {
+                what:
+                    "a storage binding for the routed experts' activations (lower the batch size)"
+                        .into(),
+                need,
+                have: gpu.max_binding(),
+            });
+        }
+        Ok(MoeBuffers {
+            logits: gpu.storage("moe logits", t * r.n_expert as u64 * 4)?,
+            route: gpu.storage("moe route", slots * 8)?,
+            lists: gpu.storage("moe lists", lists_len(r.n_expert, r.k, max_tokens) * 4)?,
+            h: gpu.storage("moe h", slots * n_ff as u64 * 4)?,
+            o: gpu.storage("moe o", slots * n_embd as u64 * 4)?,
+        })
+    }
+}
+
+/// The routed part of one MoE FFN after the router logits are in `b.logits`: decode kernels for
+/// one token (reading `x_dec`, with the norm prologue when `norm` is given), batched kernels for
+/// more (reading the normalised `x_batch`), accumulating into `residual`.
+#[allow(clippy::too_many_arguments)]
+pub fn routed(
+    gpu: &Gpu,
+    r: &Routing,
+    bias: Option<&wgpu::Buffer>,
+    gate_up_w: &GpuExperts,
+    down_w: &GpuExperts,
+    x_dec: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    x_batch: &wgpu::Buffer,
+    residual: &wgpu::Buffer,
+    b: &MoeBuffers,
+    step: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    act: Activation,
+) -> Result<Vec<Dispatch>> {
+    let mut d = vec![router(gpu, &b.logits, bias, &b.route, step, dummy, r)?];
+    d.extend(gate_up(
+        gpu, gate_up_w, x_dec, &b.h, &b.route, dummy, norm, r, act,
+    )?);
+    d.extend(down(gpu, down_w, &b.h, residual, &b.route, r)?);
+    d.push(sort(gpu, &b.route, &b.lists, step, r)?);
+    d.extend(gate_up_batch(
+        gpu, gate_up_w, x_batch, &b.h, &b.lists, r, act,
+    )?);
+    d.extend(down_batch(gpu, down_w, &b.h, &b.o, &b.lists, &b.route, r)?);
+    d.push(combine(gpu, &b.o, residual, step, down_w.rows, r)?);
+    Ok(d)
+}

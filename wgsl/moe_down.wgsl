@@ -1,0 +1,78 @@
+// tandem:include common/bits.wgsl
+// tandem:per-qtype
+//
+// x[r] += sum_j weight_j * (D_e[r, :] . h[j, :]) for the one token of a decode pass, e = route[j].id:
+// the routed experts' down projections, the route weights and the sum over the k experts fused
+// into the residual add. Each output row is summed over its k experts inside one workgroup (no
+// float atomics); routes whose expert lies outside this chunk [e0, e0 + n_exp) are skipped (the
+// chunk that holds them adds them in its own dispatch).
+// Weight layout: ffn_down_exps as stored, [n_expert, n_embd, n_ff]: expert e - e0 starts at row
+// n_rows * (e - e0) of the chunk.
+// Work split: a workgroup per ROWS output rows (2-D grid); the WG / ROWS threads of a row stride
+// over the 8-element units of each route's row, accumulating weight_j * partial dots; one
+// reduction per row.
+
+override WG: u32 = 256u;
+override ROWS: u32 = 4u;
+
+struct Params {
+    n_rows: u32,    // n_embd
+    n_cols: u32,    // n_ff (expert FFN width)
+    k: u32,
+    e0: u32,
+    n_exp: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<storage, read> w: array<u32>;              // [n_exp, n_rows, n_cols / QK] blocks
+@group(0) @binding(1) var<storage, read> h: array<vec4<f32>>;        // [k, n_cols]
+@group(0) @binding(2) var<storage, read_write> x: array<f32>;        // [n_rows] the residual stream
+@group(0) @binding(3) var<storage, read> route: array<u32>;          // [k, 2]: (id, bitcast weight)
+@group(0) @binding(4) var<uniform> p: Params;
+
+var<workgroup> partial: array<f32, WG>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+    let threads = WG / ROWS;
+    let slot = lid / threads;
+    let lane = lid % threads;
+    let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
+    var acc = 0.0;
+    var hit = false;
+    if (row < p.n_rows) {
+        let units = p.n_cols / 8u;
+        let bpr = p.n_cols / QK;
+        let h4 = p.n_cols / 4u;
+        for (var j = 0u; j < p.k; j++) {
+            let e = route[j * 2u];
+            if (e < p.e0 || e >= p.e0 + p.n_exp) {
+                continue;
+            }
+            hit = true;
+            let wt = bitcast<f32>(route[j * 2u + 1u]);
+            let rb = ((e - p.e0) * p.n_rows + row) * bpr;
+            var d = 0.0;
+            for (var u = lane; u < units; u += threads) {
+                let k = u * 8u;
+                let v = dequant8(rb + k / QK, (k % QK) / 8u);
+                d += dot(v[0], h[j * h4 + u * 2u]) + dot(v[1], h[j * h4 + u * 2u + 1u]);
+            }
+            acc += wt * d;
+        }
+    }
+    partial[lid] = acc;
+    workgroupBarrier();
+    for (var s = threads / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            partial[lid] += partial[lid + s];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && row < p.n_rows && hit) {
+        x[row] += partial[lid];
+    }
+}
