@@ -64,7 +64,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         if (t0 + xt < count) {
             xrow = lists[head + first + t0 + xt];
         }
-        var acc: array<vec4<f32>, 2>;
+        var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
         for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
             let wr = lid / 4u;
             let wu = lid % 4u;

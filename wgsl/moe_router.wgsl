@@ -19,6 +19,9 @@ const WG: u32 = 256u;
 const MAX_E: u32 = 1024u;
 const MAX_G: u32 = 64u;
 const MASKED: f32 = -3.0e38;   // a group-masked expert: below every real score
+// Below MASKED: an expert already chosen, and the start of every max. Not -inf: WGSL has no
+// infinities in constant expressions (Chrome's Tint rejects a bitcast one).
+const LOWEST: f32 = -3.4e38;
 
 struct Params {
     n_expert: u32,   // experts of the layer (<= 1024)
@@ -38,14 +41,11 @@ struct Params {
 @group(0) @binding(4) var<uniform> step: Step;
 
 var<workgroup> prob: array<f32, MAX_E>;  // weight source: softmax p or sigmoid s
-var<workgroup> sel: array<f32, MAX_E>;   // selection score; MASKED; -inf once chosen
+var<workgroup> sel: array<f32, MAX_E>;   // selection score; MASKED; LOWEST once chosen
 var<workgroup> rv: array<f32, WG>;
 var<workgroup> ri: array<u32, WG>;
 var<workgroup> gscore: array<f32, MAX_G>;
 
-fn neg_inf() -> f32 {
-    return bitcast<f32>(0xff800000u);
-}
 
 // Is (v, i) better than (w, j)? Larger score, then lower id.
 fn better(v: f32, i: u32, w: f32, j: u32) -> bool {
@@ -90,7 +90,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let base = t * p.n_expert;
     let use_bias = (p.flags & 2u) != 0u;
     if (p.gating == 0u) {
-        var m = neg_inf();
+        var m = LOWEST;
         for (var i = lid; i < ne; i += WG) {
             m = max(m, logits[base + i]);
         }
@@ -120,8 +120,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     if (n_group > 1u) {
         let gsize = ne / n_group;
         if (lid < n_group) {
-            var b1 = neg_inf();
-            var b2 = neg_inf();
+            var b1 = LOWEST;
+            var b2 = LOWEST;
             for (var i = lid * gsize; i < (lid + 1u) * gsize; i++) {
                 let v = sel[i];
                 if (v > b1) {
@@ -152,7 +152,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var wsum = 0.0;
     let k = min(p.k, ne);
     for (var j = 0u; j < k; j++) {
-        var bv = neg_inf();
+        var bv = LOWEST;
         var bi = 0xffffffffu;
         for (var i = lid; i < ne; i += WG) {
             if (better(sel[i], i, bv, bi)) {
@@ -165,7 +165,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         argmax_reduce(lid);
         let id = ri[0];
         if (lid == 0u) {
-            sel[id] = neg_inf();
+            sel[id] = LOWEST;
             let w = prob[id];
             wsum += w;
             route[(t * p.k + j) * 2u] = id;

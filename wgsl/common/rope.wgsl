@@ -2,7 +2,7 @@
 // attention.wgsl. Include-only. Element i < n_rot of a head pairs with another: in GGML's normal
 // mode (0) i and i ^ 1 (pair j = i / 2), in NeoX mode (1) i and i +- n_rot / 2 (pair j = i mod
 // n_rot / 2); pair j turns by pos * freq_scale * theta_base^(-2j / n_rot), the angle reduced to
-// [0, 2pi) before cos/sin. Elements from n_rot on are left as they are.
+// [-pi, pi] before cos/sin (the range where WGSL bounds their error, by 2^-11). Elements from n_rot on are left as they are.
 
 // The element that element i < n_rot pairs with.
 fn rope_partner(i: u32, n_rot: u32, mode: u32) -> u32 {
@@ -32,7 +32,7 @@ fn rope_apply(x: f32, other: f32, i: u32, pos: u32, n_rot: u32, mode: u32, log2_
     }
     let inv_freq = exp2(-2.0 * f32(j) / f32(n_rot) * log2_theta);
     var angle = f32(pos) * freq_scale * inv_freq;
-    angle = angle - 6.283185307179586 * floor(angle / 6.283185307179586);
+    angle = angle - 6.283185307179586 * round(angle / 6.283185307179586);
     let c = cos(angle);
     let s = sin(angle);
     return select(other * s + x * c, x * c - other * s, first);

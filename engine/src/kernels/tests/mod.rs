@@ -66,6 +66,11 @@ pub async fn gpu() -> Arc<Gpu> {
     g
 }
 
+/// (nmse, max_abs) for kernels that rotate by RoPE: WGSL bounds sin/cos only to an absolute 2^-11
+/// on [-pi, pi]. lavapipe is exact to ~1e-7; Chromium's SwiftShader is off by ~1e-4. A wrong pair,
+/// angle or mode is off by O(1).
+pub const ROPE_TOL: (f64, f32) = (1e-6, 1e-3);
+
 /// Seeded random floats in [-scale, scale).
 pub fn random_f32(seed: u64, n: usize, scale: f32) -> Vec<f32> {
     use rand::{Rng, SeedableRng};
