@@ -8,9 +8,11 @@
 //!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`).
 //! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
 //!   with subgroups: `enable subgroups;` opens its source (WGSL wants enable directives before any
-//!   declaration), and every helper it includes, directly or nested, that has a twin `common/x_sg.wgsl`
-//!   beside `common/x.wgsl` is replaced by the twin (same functions, subgroup operations inside). The
-//!   portable variant stays as it was. At least one include must have a twin.
+//!   declaration; `gpu::shaders::source_for` drops the line for naga, which rejects it), and every
+//!   helper it includes, directly or nested, that has a twin `common/x_sg.wgsl` beside
+//!   `common/x.wgsl` is replaced by the twin (same functions, subgroup operations inside). The
+//!   portable variant stays as it was. At least one include must have a twin, and only `_sg`
+//!   variants may include twins.
 //!
 //! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source) and
 //! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source.

@@ -51,6 +51,8 @@ impl From<StepInfo> for StepUniform {
     }
 }
 
+/// Threads of an attention workgroup (`WG` in attention.wgsl), all summing the q/k norm.
+const ATTN_WG: u32 = 256;
 /// Keys per attention tile (`TK` in attention.wgsl); a split covers whole tiles.
 pub const ATTN_TILE: u32 = 64;
 /// Most (query, part) pairs per head a pass splits into: the partial results of split attention
@@ -293,6 +295,16 @@ pub fn subgroups_fit(gpu: &Gpu, threads: u32) -> bool {
     gpu.features.subgroups && max.is_power_of_two() && threads % max == 0
 }
 
+/// Kernel `base`, or its subgroup variant `<base>_sg` where `subgroups` is asked for and
+/// [`subgroups_fit`] rows of `threads` invocations.
+fn reduce_variant(gpu: &Gpu, base: String, threads: u32, subgroups: bool) -> String {
+    if subgroups && subgroups_fit(gpu, threads) {
+        base + "_sg"
+    } else {
+        base
+    }
+}
+
 /// How a decode matvec kernel (matvec, matvec_glu, moe_gate_up, moe_down) splits its workgroup
 /// of 256 threads over rows, and which variant sums a row's partial dot products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,9 +335,8 @@ impl MatvecShape {
                 "{rows} matvec rows per workgroup: not a power of two up to {MATVEC_WG}"
             )));
         }
-        let sg = self.uses_subgroups(gpu);
         Ok(PipelineKey {
-            shader: if sg { base + "_sg" } else { base },
+            shader: reduce_variant(gpu, base, MATVEC_WG / rows, self.subgroups),
             constants: vec![("ROWS", rows)],
             layout,
         })
@@ -575,7 +586,13 @@ pub struct NormOpts {
     /// Normalise only the output rows (the last `n_out` tokens), writing them from row 0 of `y`.
     pub rows: Rows,
     pub when: When,
+    /// Sum the squares with subgroup operations where the adapter has them (the `_sg` variant);
+    /// `false` takes the portable variant.
+    pub subgroups: bool,
 }
+
+/// Threads of an rmsnorm workgroup (`WG` in rmsnorm.wgsl), all summing one row.
+const NORM_WG: u32 = 256;
 
 #[allow(clippy::too_many_arguments)]
 pub fn rmsnorm(
@@ -588,7 +605,8 @@ pub fn rmsnorm(
     eps: f32,
     opts: NormOpts,
 ) -> Result<Dispatch> {
-    let pipeline = gpu.pipeline(&key("rmsnorm".into(), NORM_LAYOUT))?;
+    let shader = reduce_variant(gpu, "rmsnorm".into(), NORM_WG, opts.subgroups);
+    let pipeline = gpu.pipeline(&key(shader, NORM_LAYOUT))?;
     let params = NormParams {
         dim,
         eps,
@@ -822,6 +840,9 @@ pub struct AttnOpts<'a> {
     /// Do rope_store's work (q/k norm, RoPE, the KV-cache store) in the prologue of decode
     /// passes; then run rope_store for batched passes only (`Dispatch::only(When::Batch)`).
     pub decode_rope: Option<DecodeRope<'a>>,
+    /// Sum the decode prologue's q/k norm with subgroup operations where the adapter has them
+    /// (the `_sg` variant); `false` takes the portable variant.
+    pub subgroups: bool,
 }
 
 /// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
@@ -855,7 +876,7 @@ pub fn attention(
     }
     let hd = ("HD", heads.head_dim);
     let pipeline = gpu.pipeline(&PipelineKey {
-        shader: "attention".into(),
+        shader: reduce_variant(gpu, "attention".into(), ATTN_WG, opts.subgroups),
         constants: vec![hd],
         layout: ATTN_LAYOUT,
     })?;

@@ -559,6 +559,7 @@ fn record_forward(
                 accumulate,
                 rows: Rows::Tokens,
                 when,
+                subgroups: true,
             },
         )
     };
@@ -647,6 +648,7 @@ fn record_forward(
                 },
                 softcap: c.attn_softcap,
                 decode_rope: Some(DecodeRope { rope, qk_norm }),
+                subgroups: true,
             },
         )?);
         // Output projection and residual add: fused, or through the post-norm (Gemma).
@@ -826,6 +828,7 @@ fn record_forward(
             accumulate: false,
             rows: Rows::Out,
             when: When::Always,
+            subgroups: true,
         },
     )?);
     d.extend(kernels::mat(
