@@ -11,9 +11,9 @@
 //! The decode kernels (matvec, matvec_glu) run in several [`MatvecShape`]s: their subgroup
 //! variant and their portable one against the same reference, where the adapter has subgroups
 //! (lavapipe: subgroups of 8), at rows per workgroup that give a row 256 threads (32 subgroups on
-//! lavapipe), 64 (8), 8 (1) and fewer threads than a subgroup (portable only).
+//! lavapipe), 64 (8), 8 (1) and fewer threads than a subgroup (portable only); see `mat_shapes`.
 
-use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer};
+use super::{assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer};
 use crate::gpu::Gpu;
 use crate::kernels::{
     self, Activation, GpuWeight, MatOpts, MatvecShape, Rows, StepInfo, WeightChunk, When,
@@ -129,28 +129,15 @@ fn weight(
     }
 }
 
-/// The decode shapes to test: the adapter's choice, then 1, 4 and 32 rows per workgroup with
-/// subgroups (where they fit) and without, and 64 and 256 rows (fewer threads a row than a
-/// subgroup, or one: the portable variant).
-fn matvec_shapes() -> Vec<Option<MatvecShape>> {
-    let mut v = vec![None];
-    for rows in [1, 4, 32] {
-        for subgroups in [true, false] {
-            v.push(Some(MatvecShape { rows, subgroups }));
-        }
-    }
-    for rows in [64, 256] {
-        v.push(Some(MatvecShape {
-            rows,
-            subgroups: true,
-        }));
-    }
-    v
+/// The decode shapes to test: 1, 4 and 32 rows per workgroup (256, 64 and 8 threads a row) with
+/// subgroups (where they fit) and without, 64 and 256 rows (fewer threads a row than a subgroup,
+/// or one: the portable variant), and the adapter's choice.
+fn mat_shapes(gpu: &Gpu) -> Vec<MatvecShape> {
+    matvec_shapes(gpu, &[1, 4, 32, 64, 256])
 }
 
 /// How a shape reads in a failure message: rows per workgroup and the variant it took.
-fn shape_name(gpu: &Gpu, shape: Option<MatvecShape>) -> String {
-    let s = shape.unwrap_or_else(|| MatvecShape::for_adapter(gpu));
+fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
     let variant = if s.uses_subgroups(gpu) {
         "subgroups"
     } else {
@@ -252,7 +239,7 @@ async fn matvec_norm_prologue_and_output_rows() {
     let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
     let nb = gpu.storage_init("norm", bytemuck::cast_slice(&nw)).unwrap();
     let want = matvec_ref(&w, &rmsnorm_ref(&x, &nw, 1e-5), rows, cols);
-    for shape in matvec_shapes() {
+    for shape in mat_shapes(&gpu) {
         let yb = gpu.storage("y", rows as u64 * 4).unwrap();
         let d = kernels::mat(
             &gpu,
@@ -265,7 +252,7 @@ async fn matvec_norm_prologue_and_output_rows() {
                 norm: Some((&nb, 1e-5)),
                 when: When::Decode,
                 rows: Rows::Out,
-                matvec: shape,
+                matvec: Some(shape),
                 ..Default::default()
             },
         )
@@ -328,9 +315,8 @@ async fn matvec_glu_every_type() {
             // The gguf-py fixture rows reach |h| ~ 1e4 (Q6_K's int8 scales): relative bound.
             let mag = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
             let step = step_buffer(&gpu);
-            for shape in matvec_shapes() {
+            for shape in mat_shapes(&gpu) {
                 let hb = gpu.storage("h", n_ff as u64 * 4).unwrap();
-                let shape_or_adapter = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
                 let d = kernels::matvec_glu_with(
                     &gpu,
                     &gw,
@@ -339,7 +325,7 @@ async fn matvec_glu_every_type() {
                     &dummy,
                     Some((&nb, 1e-6)),
                     act,
-                    shape_or_adapter,
+                    shape,
                 )
                 .unwrap()
                 .expect("one chunk");
@@ -410,7 +396,7 @@ async fn embed_every_type_and_chunked_table() {
 }
 
 /// Every type through `kernels::mat` on random blocks: the matvec (1 token, in every shape of
-/// `matvec_shapes`) and the tiled matmul (2, 5, 33, 64 tokens), rows of 1, odd counts that do not
+/// `mat_shapes`) and the tiled matmul (2, 5, 33, 64 tokens), rows of 1, odd counts that do not
 /// fill a workgroup (matvec takes 1 to 256 rows, matmul 64), weights of 1 to 3 chunks (the later
 /// ones at a y offset), a y stride wider than the weight, and every combination of the bias and
 /// accumulate flags.
@@ -436,10 +422,10 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
             let (bytes, w) = random_weight(ty, rows, cols, seed);
             let gw = weight(&gpu, ty, &bytes, rows, cols, splits);
             let stride = rows + extra;
-            // The matvec in every shape of `matvec_shapes`, then the matmul.
-            let runs = matvec_shapes()
+            // The matvec in every shape of `mat_shapes`, then the matmul.
+            let runs = mat_shapes(&gpu)
                 .into_iter()
-                .map(|shape| (1usize, shape))
+                .map(|shape| (1usize, Some(shape)))
                 .chain([2, 5, 33, 64].map(|n| (n, None)));
             for (ni, (n, shape)) in runs.enumerate() {
                 let flags = (si + ni) % 4;
@@ -488,7 +474,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                 let shape = format!(
                     "{ty} rows {rows} cols {cols} chunks {} tokens {n} stride {stride} bias {with_bias} accumulate {accumulate} matvec {}",
                     splits.len() + 1,
-                    shape_name(&gpu, shape)
+                    shape_name(&gpu, shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu)))
                 );
                 let err = got
                     .iter()

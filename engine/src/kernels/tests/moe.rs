@@ -3,7 +3,7 @@
 //! random quantized expert weights (`quant::random`) dequantized on the CPU for the reference.
 //! The decode expert kernels also run in their subgroup and portable variants (`runs`).
 
-use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer};
+use super::{assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer};
 use crate::gpu::Gpu;
 use crate::kernels::moe::{self, Gating, GpuExperts, MoeBuffers, Routing};
 use crate::kernels::{Activation, MatvecShape, StepInfo};
@@ -385,20 +385,14 @@ async fn run_moe(
     }
 }
 
-/// Token counts, and for decode the shapes of its expert kernels: the adapter's choice, 4 rows per
-/// workgroup (64 threads a row: 8 subgroups on lavapipe) with subgroups where the adapter has
-/// them and without, and 1 row (the whole workgroup).
-fn runs() -> Vec<(usize, Option<MatvecShape>)> {
-    let shape = |rows, subgroups| Some(MatvecShape { rows, subgroups });
-    vec![
-        (1, None),
-        (1, shape(4, true)),
-        (1, shape(4, false)),
-        (1, shape(1, true)),
-        (3, None),
-        (16, None),
-        (40, None),
-    ]
+/// Token counts, and for decode the shapes of its expert kernels: 4 rows per workgroup (64 threads
+/// a row: 8 subgroups on lavapipe) and 1 row (the whole workgroup), with subgroups where the
+/// adapter has them and without, and the adapter's choice.
+fn runs(gpu: &Gpu) -> Vec<(usize, Option<MatvecShape>)> {
+    let decode = matvec_shapes(gpu, &[4, 1])
+        .into_iter()
+        .map(|s| (1, Some(s)));
+    decode.chain([3, 16, 40].map(|n| (n, None))).collect()
 }
 
 async fn moe_experts_f32_q8_0() {
@@ -420,7 +414,7 @@ async fn moe_experts_f32_q8_0() {
             per_chunk,
         };
         for (name, r, bias) in routings.iter().filter(|(_, r, _)| r.n_expert <= 16) {
-            for (n_tokens, shape) in runs() {
+            for (n_tokens, shape) in runs(&*gpu().await) {
                 run_moe(
                     &case,
                     name,
@@ -454,7 +448,7 @@ async fn moe_experts_k_quants() {
             per_chunk,
         };
         for (name, r, bias) in routings.iter().filter(|(_, r, _)| r.n_expert <= 16).take(6) {
-            for (n_tokens, shape) in runs() {
+            for (n_tokens, shape) in runs(&*gpu().await) {
                 run_moe(
                     &case,
                     name,
