@@ -6,8 +6,16 @@
 //!   a helper may include others the same way; each file is included once).
 //! - `// tandem:per-qtype`: build one variant per GGML weight type, named `<stem>_<qtype>`, each with
 //!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`).
+//! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
+//!   with subgroups: `enable subgroups;` opens its source (WGSL wants enable directives before any
+//!   declaration; `gpu::shaders::source_for` drops the line for naga, which rejects it), and every
+//!   helper it includes, directly or nested, that has a twin `common/x_sg.wgsl` beside
+//!   `common/x.wgsl` is replaced by the twin (same functions, subgroup operations inside). The
+//!   portable variant stays as it was. At least one include must have a twin, and only `_sg`
+//!   variants may include twins.
 //!
-//! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source).
+//! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source) and
+//! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -15,6 +23,19 @@ use std::path::{Path, PathBuf};
 const QTYPES: &[&str] = &[
     "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k",
 ];
+
+/// The first line of every `_sg` variant (see `gpu::shaders::source_for`).
+const ENABLE_SUBGROUPS: &str = "enable subgroups;\n";
+
+/// The subgroup twin `common/x_sg.wgsl` of a helper `common/x.wgsl`, if there is one.
+fn sg_twin(file: &Path) -> Option<PathBuf> {
+    let stem = file.file_stem()?.to_str()?;
+    if stem.ends_with("_sg") {
+        return None;
+    }
+    let twin = file.with_file_name(format!("{stem}_sg.wgsl"));
+    twin.exists().then_some(twin)
+}
 
 /// The `// tandem:include` paths of a file.
 fn includes_of(wgsl: &Path, file: &Path) -> Vec<PathBuf> {
@@ -25,15 +46,20 @@ fn includes_of(wgsl: &Path, file: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `files` with every nested include placed before its includer, each once.
-fn resolve(wgsl: &Path, files: &[PathBuf], out: &mut Vec<PathBuf>) {
+/// `files` with every nested include placed before its includer, each once; with `sg`, helpers
+/// that have a subgroup twin are replaced by it (and the twin's own includes followed).
+fn resolve(wgsl: &Path, files: &[PathBuf], sg: bool, out: &mut Vec<PathBuf>) {
     for f in files {
-        if out.contains(f) {
+        assert!(f.exists(), "missing include {}", f.display());
+        let f = match sg_twin(f) {
+            Some(twin) if sg => twin,
+            _ => f.clone(),
+        };
+        if out.contains(&f) {
             continue;
         }
-        assert!(f.exists(), "missing include {}", f.display());
-        resolve(wgsl, &includes_of(wgsl, f), out);
-        out.push(f.clone());
+        resolve(wgsl, &includes_of(wgsl, &f), sg, out);
+        out.push(f);
     }
 }
 
@@ -50,13 +76,17 @@ fn main() {
         .collect();
     files.sort();
 
-    let mut out = String::from("pub const SHADERS: &[(&str, &str)] = &[\n");
+    let mut out = format!(
+        "pub const ENABLE_SUBGROUPS: &str = {ENABLE_SUBGROUPS:?};\n\
+         pub const SHADERS: &[(&str, &str)] = &[\n"
+    );
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
         let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
         let text = std::fs::read_to_string(file).expect("read kernel");
         let mut includes = Vec::new();
         let mut per_qtype = false;
+        let mut subgroups = false;
         for line in text.lines() {
             let Some(d) = line.trim().strip_prefix("// tandem:") else {
                 continue;
@@ -65,6 +95,8 @@ fn main() {
                 includes.push(wgsl.join(inc.trim()));
             } else if d.trim() == "per-qtype" {
                 per_qtype = true;
+            } else if d.trim() == "subgroups" {
+                subgroups = true;
             } else {
                 panic!("{}: unknown directive {d}", file.display());
             }
@@ -81,10 +113,37 @@ fn main() {
         } else {
             vec![(stem.clone(), includes.clone())]
         };
-        for (name, direct) in variants {
+        let variants: Vec<(String, Vec<PathBuf>, bool)> = variants
+            .into_iter()
+            .flat_map(|(name, inc)| {
+                let sg = subgroups.then(|| (format!("{name}_sg"), inc.clone(), true));
+                std::iter::once((name, inc, false)).chain(sg)
+            })
+            .collect();
+        for (name, direct, sg) in variants {
             let mut incs = Vec::new();
-            resolve(&wgsl, &direct, &mut incs);
+            resolve(&wgsl, &direct, sg, &mut incs);
+            if sg {
+                assert!(
+                    incs.iter()
+                        .any(|f| f.to_str().is_some_and(|s| s.ends_with("_sg.wgsl"))),
+                    "{}: `tandem:subgroups`, but no included helper has a `_sg` twin",
+                    file.display()
+                );
+            } else {
+                assert!(
+                    !incs
+                        .iter()
+                        .any(|f| f.to_str().is_some_and(|s| s.ends_with("_sg.wgsl"))),
+                    "{}: includes a `_sg` helper directly; include the portable one and add \
+                     `// tandem:subgroups`",
+                    file.display()
+                );
+            }
             let mut parts = String::new();
+            if sg {
+                write!(parts, "{ENABLE_SUBGROUPS:?}, ").unwrap();
+            }
             for inc in &incs {
                 assert!(
                     inc.exists(),

@@ -1,5 +1,7 @@
 // tandem:include common/step.wgsl
 // tandem:include common/rope.wgsl
+// tandem:include common/reduce.wgsl
+// tandem:subgroups
 //
 // out[t, h, :] = softmax(cap(q[t, h] . K[kv(h), s] * scale)) . V[kv(h), s] over the positions s
 // the query at position pos + t may see: causal (s <= pos + t) and, with a sliding window, within
@@ -23,8 +25,10 @@
 // optional q norm and RoPE in workgroup memory; the workgroup whose part holds the new position
 // builds the new key (k norm, RoPE) and value from the QKV output too and uses them for that
 // position, and the one of the heads sharing that KV head writes them to the caches. No other
-// workgroup of the dispatch reads that position, so the store needs no ordering.
-// Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB.
+// workgroup of the dispatch reads that position, so the store needs no ordering. The q/k norm's
+// two sums of squares go through row_sum2 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
+// and one barrier).
+// Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 2 KiB.
 
 struct Params {
     n_head: u32,
@@ -65,6 +69,7 @@ override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output pr
 @group(0) @binding(8) var<uniform> step: Step;
 
 const NEG: f32 = -3.0e38;
+const WG: u32 = 256u;
 
 var<workgroup> dots: array<f32, 256>;           // [TK, LANES] partial dot products
 var<workgroup> scores: array<f32, TK>;
@@ -73,11 +78,11 @@ var<workgroup> outs: array<vec4<f32>, 256>;     // [KG, HD4] partial outputs
 var<workgroup> qh: array<f32, 256>;             // decode prologue: q, the new key, the new value
 var<workgroup> kh: array<f32, 256>;
 var<workgroup> vh: array<f32, 256>;
-var<workgroup> nred: array<vec2<f32>, 128>;
 
 // Decode prologue: q (and, with `with_k`, the new key and value) of token 0 from the QKV output,
 // normed and rotated into qh (kh, vh). Every thread calls it.
-fn prologue(lid: u32, h: u32, kvh: u32, with_k: bool) {
+fn prologue(inv: Invocation, h: u32, kvh: u32, with_k: bool) {
+    let lid = inv.lid;
     var xq = 0.0;
     var xk = 0.0;
     if (lid < HD) {
@@ -91,29 +96,13 @@ fn prologue(lid: u32, h: u32, kvh: u32, with_k: bool) {
         }
     }
     if ((p.flags & 1u) != 0u) {
-        // Sums of squares of both heads, 2 per thread, then a tree.
-        var ss = vec2<f32>(xq * xq, xk * xk);
-        qh[lid] = xq;
-        kh[lid] = xk;
-        workgroupBarrier();
-        if (lid < 128u) {
-            let a = qh[lid + 128u];
-            let b = kh[lid + 128u];
-            nred[lid] = ss + vec2<f32>(a * a, b * b);
-        }
-        workgroupBarrier();
-        for (var k = 64u; k > 0u; k >>= 1u) {
-            if (lid < k) {
-                nred[lid] += nred[lid + k];
-            }
-            workgroupBarrier();
-        }
-        let inv = inverseSqrt(nred[0] / f32(HD) + p.eps);
+        // The sums of squares of both heads over the whole workgroup.
+        let ss = row_sum2(vec2<f32>(xq * xq, xk * xk), inv, WG);
+        let scale = inverseSqrt(ss / f32(HD) + p.eps);
         if (lid < HD) {
-            xq *= inv.x * q_norm[lid];
-            xk *= inv.y * k_norm[lid];
+            xq *= scale.x * q_norm[lid];
+            xk *= scale.y * k_norm[lid];
         }
-        workgroupBarrier();
     }
     qh[lid] = xq;
     kh[lid] = xk;
@@ -143,9 +132,10 @@ fn vh4(i: u32) -> vec4<f32> {
     return vec4<f32>(vh[4u * i], vh[4u * i + 1u], vh[4u * i + 2u], vh[4u * i + 3u]);
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+        inv: Invocation) {
+    let lid = inv.lid;
     let h = wg.x;
     let t = wg.y;
     let split = wg.z;
@@ -172,7 +162,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let fused = (p.flags & 2u) != 0u && step.n_tokens == 1u;
     let has_new = fused && begin <= qpos && qpos < end;
     if (fused) {
-        prologue(lid, h, kvh, has_new);
+        prologue(inv, h, kvh, has_new);
         if (has_new && h % (p.n_head / p.n_kv_head) == 0u && lid < HD4) {
             let o = (kvh * p.ctx + qpos) * HD4 + lid;
             k_cache[o] = kh4(lid);

@@ -1,14 +1,17 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
 // tandem:include common/rms_scale.wgsl
+// tandem:include common/reduce.wgsl
 // tandem:per-qtype
+// tandem:subgroups
 //
 // y[y_offset + r] (+)= sum_k W[r, k] * x'[k] (+ bias[y_offset + r]) for one token: the decode
 // matrix-vector product, reading the weights in their quantized blocks. With the norm prologue
 // (flags bit 2), x' = RMSNorm(x) * norm_w, computed by every workgroup from x (a few KB from
 // cache), which saves the separate norm dispatch; otherwise x' = x.
 // Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
-// 8-element units (dequant8) and reduce their partial sums in workgroup memory.
+// 8-element units (dequant8) and reduce their partial sums with row_sum (common/reduce.wgsl: a
+// tree in workgroup memory; in the `_sg` variants, subgroupAdd and one step across subgroups).
 // Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
 
 override WG: u32 = 256u;
@@ -32,14 +35,12 @@ struct Params {
 @group(0) @binding(5) var<uniform> step: Step;
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
 
-var<workgroup> partial: array<f32, WG>;
-
 // The scale that RMSNorm applies to x (1 without the prologue); all threads call it.
-fn norm_scale(lid: u32) -> f32 {
+fn norm_scale(inv: Invocation) -> f32 {
     if ((p.flags & 4u) == 0u) {
         return 1.0;
     }
-    return rms_scale(lid, p.n_cols, p.eps);
+    return rms_scale(inv, p.n_cols, p.eps);
 }
 
 fn x_at(i: u32, scale: f32) -> vec4<f32> {
@@ -51,12 +52,12 @@ fn x_at(i: u32, scale: f32) -> vec4<f32> {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+        inv: Invocation) {
     let threads = WG / ROWS;
-    let slot = lid / threads;
-    let lane = lid % threads;
+    let slot = inv.lid / threads;
+    let lane = inv.lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
-    let scale = norm_scale(lid);
+    let scale = norm_scale(inv);
     var acc = 0.0;
     if (row < p.n_rows) {
         let units = p.n_cols / 8u;
@@ -67,16 +68,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             acc += dot(v[0], x_at(u * 2u, scale)) + dot(v[1], x_at(u * 2u + 1u, scale));
         }
     }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var s = threads / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            partial[lid] += partial[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let sum = row_sum(acc, inv, threads);
     if (lane == 0u && row < p.n_rows) {
-        var r = partial[lid];
+        var r = sum;
         if ((p.flags & 1u) != 0u) {
             r += bias[p.y_offset + row];
         }

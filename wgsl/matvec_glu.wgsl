@@ -1,14 +1,17 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
 // tandem:include common/rms_scale.wgsl
+// tandem:include common/reduce.wgsl
 // tandem:per-qtype
+// tandem:subgroups
 //
 // h[r] = act(G[r, :] . x') * (U[r, :] . x') for one token: the decode FFN's gate and up
 // projections and the gated activation (SwiGLU: SiLU; GeGLU: GELU-tanh) in one dispatch, over
 // the stacked weight [G; U] (rows r and n_rows + r). x' is x, or RMSNorm(x) * norm_w with the
 // norm prologue (flags bit 2), as in matvec.wgsl.
 // Work split: each workgroup takes ROWS output rows; the WG / ROWS threads of a row stride over
-// its 8-element units accumulating both dot products, then reduce them in workgroup memory.
+// its 8-element units accumulating both dot products, then reduce them with row_sum2
+// (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
@@ -27,9 +30,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(4) var<uniform> p: Params;
 
-var<workgroup> pg: array<f32, WG>;
-var<workgroup> pu: array<f32, WG>;
-
 fn gelu_tanh(v: f32) -> f32 {
     let u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
     return 0.5 * v * (1.0 + tanh(u));
@@ -37,16 +37,16 @@ fn gelu_tanh(v: f32) -> f32 {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+        inv: Invocation) {
     let threads = WG / ROWS;
-    let slot = lid / threads;
-    let lane = lid % threads;
+    let slot = inv.lid / threads;
+    let lane = inv.lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
     // The norm prologue's scale, reduced over the whole workgroup.
     var scale = 1.0;
     let norm = (p.flags & 4u) != 0u;
     if (norm) {
-        scale = rms_scale(lid, p.n_cols, p.eps);
+        scale = rms_scale(inv, p.n_cols, p.eps);
     }
     var ag = 0.0;
     var au = 0.0;
@@ -70,24 +70,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             au += dot(v[0], x0) + dot(v[1], x1);
         }
     }
-    pg[lid] = ag;
-    pu[lid] = au;
-    workgroupBarrier();
-    for (var s = threads / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            pg[lid] += pg[lid + s];
-            pu[lid] += pu[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let gu = row_sum2(vec2<f32>(ag, au), inv, threads);
     if (lane == 0u && row < p.n_rows) {
-        let g = pg[lid];
+        let g = gu.x;
         var a: f32;
         if (p.act == 0u) {
             a = g / (1.0 + exp(-g));
         } else {
             a = gelu_tanh(g);
         }
-        h[row] = a * pu[lid];
+        h[row] = a * gu.y;
     }
 }

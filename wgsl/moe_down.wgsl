@@ -1,5 +1,7 @@
 // tandem:include common/bits.wgsl
+// tandem:include common/reduce.wgsl
 // tandem:per-qtype
+// tandem:subgroups
 //
 // x[r] += sum_j weight_j * (D_e[r, :] . h[j, :]) for the one token of a decode pass, e = route[j].id:
 // the routed experts' down projections, the route weights and the sum over the k experts fused
@@ -10,7 +12,7 @@
 // n_rows * (e - e0) of the chunk.
 // Work split: a workgroup per ROWS output rows (2-D grid); the WG / ROWS threads of a row stride
 // over the 8-element units of each route's row, accumulating weight_j * partial dots; one
-// reduction per row.
+// reduction per row (row_sum: common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
@@ -32,14 +34,12 @@ struct Params {
 @group(0) @binding(3) var<storage, read> route: array<u32>;          // [k, 2]: (id, bitcast weight)
 @group(0) @binding(4) var<uniform> p: Params;
 
-var<workgroup> partial: array<f32, WG>;
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
+        inv: Invocation) {
     let threads = WG / ROWS;
-    let slot = lid / threads;
-    let lane = lid % threads;
+    let slot = inv.lid / threads;
+    let lane = inv.lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
     var acc = 0.0;
     var hit = false;
@@ -64,15 +64,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             acc += wt * d;
         }
     }
-    partial[lid] = acc;
-    workgroupBarrier();
-    for (var s = threads / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            partial[lid] += partial[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let sum = row_sum(acc, inv, threads);
     if (lane == 0u && row < p.n_rows && hit) {
-        x[row] += partial[lid];
+        x[row] += sum;
     }
 }

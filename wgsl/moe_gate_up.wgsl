@@ -1,6 +1,8 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/rms_scale.wgsl
+// tandem:include common/reduce.wgsl
 // tandem:per-qtype
+// tandem:subgroups
 //
 // h[j, r] = act(G_e[r, :] . x') * (U_e[r, :] . x') for the one token of a decode pass and each
 // of its k routes j, e = route[j].id: the routed experts' gate and up projections with the
@@ -11,7 +13,8 @@
 // per expert its n_ff gate rows then its n_ff up rows, so expert e - e0 starts at row
 // 2 * n_ff * (e - e0) of the chunk.
 // Work split: a workgroup per (ROWS rows, route j): grid [n_ff / ROWS, k]; the WG / ROWS threads
-// of a row stride over its 8-element units accumulating both dot products, then reduce.
+// of a row stride over its 8-element units accumulating both dot products, then reduce them with
+// row_sum2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
@@ -34,19 +37,16 @@ struct Params {
 @group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(5) var<uniform> p: Params;
 
-var<workgroup> pg: array<f32, WG>;
-var<workgroup> pu: array<f32, WG>;
-
 fn gelu_tanh(v: f32) -> f32 {
     let u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
     return 0.5 * v * (1.0 + tanh(u));
 }
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let threads = WG / ROWS;
-    let slot = lid / threads;
-    let lane = lid % threads;
+    let slot = inv.lid / threads;
+    let lane = inv.lid % threads;
     let row = wg.x * ROWS + slot;
     let j = wg.y;
     let e = route[j * 2u];
@@ -54,7 +54,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     var scale = 1.0;
     let norm = (p.flags & 4u) != 0u;
     if (norm) {
-        scale = rms_scale(lid, p.n_cols, p.eps);
+        scale = rms_scale(inv, p.n_cols, p.eps);
     }
     var ag = 0.0;
     var au = 0.0;
@@ -79,24 +79,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             au += dot(v[0], x0) + dot(v[1], x1);
         }
     }
-    pg[lid] = ag;
-    pu[lid] = au;
-    workgroupBarrier();
-    for (var s = threads / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            pg[lid] += pg[lid + s];
-            pu[lid] += pu[lid + s];
-        }
-        workgroupBarrier();
-    }
+    let gu = row_sum2(vec2<f32>(ag, au), inv, threads);
     if (lane == 0u && mine && row < p.n_ff) {
-        let g = pg[lid];
+        let g = gu.x;
         var a: f32;
         if (p.act == 0u) {
             a = g / (1.0 + exp(-g));
         } else {
             a = gelu_tanh(g);
         }
-        h[j * p.n_ff + row] = a * pu[lid];
+        h[j * p.n_ff + row] = a * gu.y;
     }
 }

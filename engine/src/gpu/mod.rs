@@ -259,10 +259,11 @@ impl Gpu {
         if let Some(p) = self.pipelines.lock().unwrap().get(key) {
             return Ok(p.clone());
         }
-        let source = shaders::source(&key.shader).ok_or_else(|| Error::Shader {
-            kernel: key.shader.clone(),
-            message: "no such kernel variant".into(),
-        })?;
+        let source =
+            shaders::source_for(&key.shader, self.info.backend).ok_or_else(|| Error::Shader {
+                kernel: key.shader.clone(),
+                message: "no such kernel variant".into(),
+            })?;
         let module = self
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {

@@ -51,6 +51,8 @@ impl From<StepInfo> for StepUniform {
     }
 }
 
+/// Threads of an attention workgroup (`WG` in attention.wgsl), all summing the q/k norm.
+const ATTN_WG: u32 = 256;
 /// Keys per attention tile (`TK` in attention.wgsl); a split covers whole tiles.
 pub const ATTN_TILE: u32 = 64;
 /// Most (query, part) pairs per head a pass splits into: the partial results of split attention
@@ -248,8 +250,9 @@ pub struct MatOpts<'a> {
     /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
     pub norm: Option<(&'a wgpu::Buffer, f32)>,
     pub when: When,
-    /// Rows per matvec workgroup; `None` for the adapter's choice, [`matvec_rows`].
-    pub matvec_rows: Option<u32>,
+    /// How the matvec splits its workgroup; `None` for the adapter's choice,
+    /// [`MatvecShape::for_adapter`].
+    pub matvec: Option<MatvecShape>,
 }
 
 impl Default for MatOpts<'_> {
@@ -261,19 +264,20 @@ impl Default for MatOpts<'_> {
             rows: Rows::Tokens,
             norm: None,
             when: When::Always,
-            matvec_rows: None,
+            matvec: None,
         }
     }
 }
 
-/// Threads per matvec workgroup (`WG` in matvec.wgsl and matvec_glu.wgsl).
+/// Threads per matvec workgroup (`WG` in matvec.wgsl, matvec_glu.wgsl, moe_gate_up.wgsl and
+/// moe_down.wgsl).
 const MATVEC_WG: u32 = 256;
 
 /// Rows per matvec workgroup (`ROWS` in matvec.wgsl and matvec_glu.wgsl) for this adapter. On a
-/// GPU, 4: the 64 threads of a row read it coalesced and reduce their sums in workgroup memory.
-/// On a CPU adapter (lavapipe, SwiftShader), 256: one thread per row and no reduction, because
-/// there every workgroup barrier switches each invocation's coroutine; a 1536 x 2048 Q4_K
-/// matvec took ~30 ms on lavapipe with 4 rows and ~0.3 ms with 256.
+/// GPU, 4: the 64 threads of a row read it coalesced and reduce their sums. On a CPU adapter
+/// (lavapipe, SwiftShader), 256: one thread per row and no reduction, because there every
+/// workgroup barrier switches each invocation's coroutine; a 1536 x 2048 Q4_K matvec took ~30 ms
+/// on lavapipe with 4 rows and ~0.3 ms with 256.
 pub fn matvec_rows(gpu: &Gpu) -> u32 {
     if gpu.info.device_type == wgpu::DeviceType::Cpu {
         256
@@ -282,19 +286,66 @@ pub fn matvec_rows(gpu: &Gpu) -> u32 {
     }
 }
 
-/// The matvec pipeline key with `rows` rows per workgroup, checked to divide the workgroup into
-/// a power of two of threads per row (the reduction halves them).
-fn matvec_key(shader: String, layout: &'static [Binding], rows: u32) -> Result<PipelineKey> {
-    if !rows.is_power_of_two() || rows > MATVEC_WG {
-        return Err(crate::Error::InvalidArgument(format!(
-            "{rows} matvec rows per workgroup: not a power of two up to {MATVEC_WG}"
-        )));
+/// Whether the subgroup (`_sg`) variant of a kernel whose rows are each summed by `threads`
+/// invocations (common/reduce_sg.wgsl) is correct on this adapter: it has subgroups, and
+/// `threads` is a whole number of subgroups of every size the adapter may run (a multiple of its
+/// largest; WGSL fixes no subgroup size, and some adapters pick one per pipeline).
+pub fn subgroups_fit(gpu: &Gpu, threads: u32) -> bool {
+    let max = gpu.info.subgroup_max_size;
+    gpu.features.subgroups && max.is_power_of_two() && threads % max == 0
+}
+
+/// Kernel `base`, or its subgroup variant `<base>_sg` where `subgroups` is asked for and
+/// [`subgroups_fit`] rows of `threads` invocations.
+fn reduce_variant(gpu: &Gpu, base: String, threads: u32, subgroups: bool) -> String {
+    if subgroups && subgroups_fit(gpu, threads) {
+        base + "_sg"
+    } else {
+        base
     }
-    Ok(PipelineKey {
-        shader,
-        constants: vec![("ROWS", rows)],
-        layout,
-    })
+}
+
+/// How a decode matvec kernel (matvec, matvec_glu, moe_gate_up, moe_down) splits its workgroup
+/// of 256 threads over rows, and which variant sums a row's partial dot products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatvecShape {
+    /// Rows per workgroup (`ROWS`): a power of two up to 256, so each row has 256 / rows threads.
+    pub rows: u32,
+    /// Sum with subgroup operations (the `_sg` variant) where [`subgroups_fit`]; `false` takes
+    /// the portable variant everywhere.
+    pub subgroups: bool,
+}
+
+impl MatvecShape {
+    /// The adapter's choice: [`matvec_rows`] rows, subgroups where they fit.
+    pub fn for_adapter(gpu: &Gpu) -> MatvecShape {
+        MatvecShape {
+            rows: matvec_rows(gpu),
+            subgroups: true,
+        }
+    }
+
+    /// The variant name (`<base>` or `<base>_sg`) and pipeline key of kernel `base` in this
+    /// shape, checked to divide the workgroup into a power of two of threads per row (the
+    /// portable reduction halves them).
+    fn key(self, gpu: &Gpu, base: String, layout: &'static [Binding]) -> Result<PipelineKey> {
+        let rows = self.rows;
+        if !rows.is_power_of_two() || rows > MATVEC_WG {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{rows} matvec rows per workgroup: not a power of two up to {MATVEC_WG}"
+            )));
+        }
+        Ok(PipelineKey {
+            shader: reduce_variant(gpu, base, MATVEC_WG / rows, self.subgroups),
+            constants: vec![("ROWS", rows)],
+            layout,
+        })
+    }
+
+    /// Whether this shape takes the subgroup variant on `gpu`.
+    pub fn uses_subgroups(self, gpu: &Gpu) -> bool {
+        self.subgroups && subgroups_fit(gpu, MATVEC_WG / self.rows.max(1))
+    }
 }
 
 fn check_cols(w: &GpuWeight) -> Result<()> {
@@ -327,8 +378,9 @@ pub fn mat(
     let mut out = Vec::new();
     for chunk in &w.chunks {
         let q = qtype_suffix(chunk.ty)?;
-        let matvec_rows = opts.matvec_rows.unwrap_or_else(|| matvec_rows(gpu));
-        let matvec = gpu.pipeline(&matvec_key(format!("matvec_{q}"), MAT_LAYOUT, matvec_rows)?)?;
+        let shape = opts.matvec.unwrap_or_else(|| MatvecShape::for_adapter(gpu));
+        let matvec_rows = shape.rows;
+        let matvec = gpu.pipeline(&shape.key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
@@ -408,13 +460,13 @@ pub fn matvec_glu(
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
 ) -> Result<Option<Dispatch>> {
-    let rows = matvec_rows(gpu);
-    matvec_glu_with_rows(gpu, gate_up, x, h, dummy, norm, act, rows)
+    let shape = MatvecShape::for_adapter(gpu);
+    matvec_glu_with(gpu, gate_up, x, h, dummy, norm, act, shape)
 }
 
-/// [`matvec_glu`] with `rows` rows per workgroup instead of the adapter's choice.
+/// [`matvec_glu`] in the given shape instead of the adapter's choice.
 #[allow(clippy::too_many_arguments)]
-pub fn matvec_glu_with_rows(
+pub fn matvec_glu_with(
     gpu: &Gpu,
     gate_up: &GpuWeight,
     x: &wgpu::Buffer,
@@ -422,18 +474,16 @@ pub fn matvec_glu_with_rows(
     dummy: &wgpu::Buffer,
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
-    rows: u32,
+    shape: MatvecShape,
 ) -> Result<Option<Dispatch>> {
     check_cols(gate_up)?;
     let [chunk] = gate_up.chunks.as_slice() else {
         return Ok(None);
     };
     let q = qtype_suffix(chunk.ty)?;
-    let pipeline = gpu.pipeline(&matvec_key(
-        format!("matvec_glu_{q}"),
-        MATVEC_GLU_LAYOUT,
-        rows,
-    )?)?;
+    let pipeline =
+        gpu.pipeline(&shape.key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?)?;
+    let rows = shape.rows;
     let n_rows = gate_up.n_rows / 2;
     let params = MatvecGluParams {
         n_rows,
@@ -536,7 +586,13 @@ pub struct NormOpts {
     /// Normalise only the output rows (the last `n_out` tokens), writing them from row 0 of `y`.
     pub rows: Rows,
     pub when: When,
+    /// Sum the squares with subgroup operations where the adapter has them (the `_sg` variant);
+    /// `false` takes the portable variant.
+    pub subgroups: bool,
 }
+
+/// Threads of an rmsnorm workgroup (`WG` in rmsnorm.wgsl), all summing one row.
+const NORM_WG: u32 = 256;
 
 #[allow(clippy::too_many_arguments)]
 pub fn rmsnorm(
@@ -549,7 +605,8 @@ pub fn rmsnorm(
     eps: f32,
     opts: NormOpts,
 ) -> Result<Dispatch> {
-    let pipeline = gpu.pipeline(&key("rmsnorm".into(), NORM_LAYOUT))?;
+    let shader = reduce_variant(gpu, "rmsnorm".into(), NORM_WG, opts.subgroups);
+    let pipeline = gpu.pipeline(&key(shader, NORM_LAYOUT))?;
     let params = NormParams {
         dim,
         eps,
@@ -783,6 +840,9 @@ pub struct AttnOpts<'a> {
     /// Do rope_store's work (q/k norm, RoPE, the KV-cache store) in the prologue of decode
     /// passes; then run rope_store for batched passes only (`Dispatch::only(When::Batch)`).
     pub decode_rope: Option<DecodeRope<'a>>,
+    /// Sum the decode prologue's q/k norm with subgroup operations where the adapter has them
+    /// (the `_sg` variant); `false` takes the portable variant.
+    pub subgroups: bool,
 }
 
 /// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
@@ -816,7 +876,7 @@ pub fn attention(
     }
     let hd = ("HD", heads.head_dim);
     let pipeline = gpu.pipeline(&PipelineKey {
-        shader: "attention".into(),
+        shader: reduce_variant(gpu, "attention".into(), ATTN_WG, opts.subgroups),
         constants: vec![hd],
         layout: ATTN_LAYOUT,
     })?;

@@ -14,7 +14,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{grid_2d, key, matvec_key, matvec_rows, qtype_suffix, Activation, Dispatch, When};
+use super::{grid_2d, key, qtype_suffix, Activation, Dispatch, MatvecShape, When};
 use crate::gpu::{Binding, Gpu};
 use crate::quant::{repack_for_gpu, GgmlType};
 use crate::{Error, Result};
@@ -281,6 +281,7 @@ struct GateUpParams {
 
 /// Decode: `h[j, :] = act(G_e x') * (U_e x')` for the token's k routes, over the stacked
 /// gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) * norm weights when `norm` is given.
+/// `shape`: rows per workgroup and variant, as for the matvec ([`MatvecShape::for_adapter`]).
 /// One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
 pub fn gate_up(
@@ -293,18 +294,16 @@ pub fn gate_up(
     norm: Option<(&wgpu::Buffer, f32)>,
     r: &Routing,
     act: Activation,
+    shape: MatvecShape,
 ) -> Result<Vec<Dispatch>> {
     let n_ff = ex.rows / 2;
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let rows = matvec_rows(gpu);
-        let pipeline = gpu.pipeline(&matvec_key(
-            format!("moe_gate_up_{q}"),
-            GATE_UP_LAYOUT,
-            rows,
-        )?)?;
+        let rows = shape.rows;
+        let pipeline =
+            gpu.pipeline(&shape.key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?)?;
         let params = GateUpParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -353,7 +352,8 @@ struct DownParams {
     _pad: [u32; 3],
 }
 
-/// Decode: `x += sum_j weight_j * D_{e_j} h[j, :]`. One dispatch per chunk.
+/// Decode: `x += sum_j weight_j * D_{e_j} h[j, :]`, in `shape` as for the matvec. One dispatch
+/// per chunk.
 pub fn down(
     gpu: &Gpu,
     ex: &GpuExperts,
@@ -361,13 +361,14 @@ pub fn down(
     x: &wgpu::Buffer,
     route: &wgpu::Buffer,
     r: &Routing,
+    shape: MatvecShape,
 ) -> Result<Vec<Dispatch>> {
     check_experts(ex, r, ex.rows, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let rows = matvec_rows(gpu);
-        let pipeline = gpu.pipeline(&matvec_key(format!("moe_down_{q}"), DOWN_LAYOUT, rows)?)?;
+        let rows = shape.rows;
+        let pipeline = gpu.pipeline(&shape.key(gpu, format!("moe_down_{q}"), DOWN_LAYOUT)?)?;
         let params = DownParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,
@@ -587,7 +588,8 @@ impl MoeBuffers {
 
 /// The routed part of one MoE FFN after the router logits are in `b.logits`: decode kernels for
 /// one token (reading `x_dec`, with the norm prologue when `norm` is given), batched kernels for
-/// more (reading the normalised `x_batch`), accumulating into `residual`.
+/// more (reading the normalised `x_batch`), accumulating into `residual`; the decode kernels in
+/// `shape` ([`MatvecShape::for_adapter`] for the adapter's choice).
 #[allow(clippy::too_many_arguments)]
 pub fn routed(
     gpu: &Gpu,
@@ -603,12 +605,13 @@ pub fn routed(
     step: &wgpu::Buffer,
     dummy: &wgpu::Buffer,
     act: Activation,
+    shape: MatvecShape,
 ) -> Result<Vec<Dispatch>> {
     let mut d = vec![router(gpu, &b.logits, bias, &b.route, step, dummy, r)?];
     d.extend(gate_up(
-        gpu, gate_up_w, x_dec, &b.h, &b.route, dummy, norm, r, act,
+        gpu, gate_up_w, x_dec, &b.h, &b.route, dummy, norm, r, act, shape,
     )?);
-    d.extend(down(gpu, down_w, &b.h, residual, &b.route, r)?);
+    d.extend(down(gpu, down_w, &b.h, residual, &b.route, r, shape)?);
     d.push(sort(gpu, &b.route, &b.lists, step, r)?);
     d.extend(gate_up_batch(
         gpu, gate_up_w, x_batch, &b.h, &b.lists, r, act,

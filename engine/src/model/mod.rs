@@ -21,8 +21,8 @@ pub use weights::{DenseFfn, Ffn, LoadProgress, MoeFfn, Weights};
 use crate::gguf::{ByteSource, Gguf};
 use crate::gpu::Gpu;
 use crate::kernels::{
-    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo,
-    StepUniform, When,
+    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, MatvecShape, NormOpts,
+    Rows, StepInfo, StepUniform, When,
 };
 use crate::sampling::Sampler;
 use crate::{Error, Result};
@@ -559,6 +559,7 @@ fn record_forward(
                 accumulate,
                 rows: Rows::Tokens,
                 when,
+                subgroups: true,
             },
         )
     };
@@ -647,6 +648,7 @@ fn record_forward(
                 },
                 softcap: c.attn_softcap,
                 decode_rope: Some(DecodeRope { rope, qk_norm }),
+                subgroups: true,
             },
         )?);
         // Output projection and residual add: fused, or through the post-norm (Gemma).
@@ -779,11 +781,20 @@ fn record_forward(
                     norm_w,
                     r,
                     c.activation,
+                    MatvecShape::for_adapter(gpu),
                 )?);
                 if let Some(sh) = &m.shared {
                     ffn_in(&mut d, sh, false)?;
                 }
-                d.extend(moe::down(gpu, &m.down, &mb.h, &a.x, &mb.route, r)?);
+                d.extend(moe::down(
+                    gpu,
+                    &m.down,
+                    &mb.h,
+                    &a.x,
+                    &mb.route,
+                    r,
+                    MatvecShape::for_adapter(gpu),
+                )?);
                 // Batches: tokens per expert, experts read once per pass, weighted sum.
                 d.push(moe::sort(gpu, &mb.route, &mb.lists, &a.step, r)?);
                 d.extend(moe::gate_up_batch(
@@ -817,6 +828,7 @@ fn record_forward(
             accumulate: false,
             rows: Rows::Out,
             when: When::Always,
+            subgroups: true,
         },
     )?);
     d.extend(kernels::mat(

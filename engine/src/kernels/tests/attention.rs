@@ -84,6 +84,7 @@ async fn attention_matches_the_reference() {
                     window,
                     softcap,
                     decode_rope: None,
+                    subgroups: true,
                 },
             )
             .unwrap();
@@ -142,7 +143,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
         let pb = gpu
             .storage("partial", kernels::attention_partial_len(&heads) * 4)
             .unwrap();
-        for (pos, n_tokens, window) in [
+        let runs = [
             (0u32, 1u32, 0u32),
             (37, 1, 0),
             (130, 1, 0),
@@ -150,7 +151,14 @@ async fn attention_with_decode_prologue_matches_the_reference() {
             (511, 1, 0),
             (20, 5, 0),
             (100, 16, 8),
-        ] {
+        ];
+        // The variants differ in the q/k norm of the prologue: decode passes with it run in both
+        // where the subgroup one runs.
+        let variants = runs.into_iter().flat_map(|r| {
+            let both = r.1 == 1 && qk_eps.is_some() && kernels::subgroups_fit(&gpu, 256);
+            [(r, true)].into_iter().chain(both.then_some((r, false)))
+        });
+        for ((pos, n_tokens, window), subgroups) in variants {
             let stride = ((nh + 2 * nkv) * hd) as usize;
             let seed = (nh * 100 + hd + pos) as u64;
             let qkv = random_f32(seed, n_tokens as usize * stride, 1.5);
@@ -202,6 +210,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                     window,
                     softcap: 0.0,
                     decode_rope: Some(DecodeRope { rope, qk_norm }),
+                    subgroups,
                 },
             )
             .unwrap();
@@ -226,7 +235,8 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                 &want_qkv, &want_k, &want_v, heads, pos, n_tokens, scale, window, 0.0,
             );
             let shape = format!(
-                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, pos {pos}, tokens {n_tokens}, window {window}"
+                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, pos {pos}, tokens {n_tokens}, window {window}, subgroups {}",
+                subgroups && kernels::subgroups_fit(&gpu, 256)
             );
             assert_close(
                 "attention (decode prologue)",
@@ -380,17 +390,24 @@ async fn rope_store_matches_the_reference() {
     }
 }
 
+/// rmsnorm in its subgroup variant (where the adapter has subgroups) and its portable one.
 async fn rmsnorm_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
-    for (dim, n_tokens, n_out, accumulate, rows, eps) in [
+    let cases = [
         (1u32, 1u32, 1u32, false, Rows::Tokens, 1e-5f32),
         (576, 7, 1, false, Rows::Tokens, 1e-5),
         (640, 5, 1, true, Rows::Tokens, 1e-6),
         (1000, 9, 3, false, Rows::Out, 1e-5),
         (2048, 4, 4, true, Rows::Out, 1e-6),
         (257, 300, 1, false, Rows::Tokens, 1e-2),
-    ] {
+    ];
+    // The portable variant too where the subgroup one runs.
+    let both = kernels::subgroups_fit(&gpu, 256);
+    let variants = [true].into_iter().chain(both.then_some(false));
+    for (subgroups, (dim, n_tokens, n_out, accumulate, rows, eps)) in
+        variants.flat_map(|v| cases.map(|c| (v, c)))
+    {
         let x = random_f32(dim as u64, (n_tokens * dim) as usize, 3.0);
         let w = random_f32(dim as u64 + 1, dim as usize, 1.0);
         let y0 = random_f32(dim as u64 + 2, (n_tokens * dim) as usize, 1.0);
@@ -409,6 +426,7 @@ async fn rmsnorm_matches_the_reference() {
                 accumulate,
                 rows,
                 when: When::Always,
+                subgroups,
             },
         )
         .unwrap();
@@ -439,7 +457,8 @@ async fn rmsnorm_matches_the_reference() {
             count as usize,
         );
         let shape = format!(
-            "dim {dim}, tokens {n_tokens}, out {n_out}, accumulate {accumulate}, {rows:?}, eps {eps}"
+            "dim {dim}, tokens {n_tokens}, out {n_out}, accumulate {accumulate}, {rows:?}, eps {eps}, subgroups {}",
+            subgroups && kernels::subgroups_fit(&gpu, 256)
         );
         assert_close(
             "rmsnorm",

@@ -7,10 +7,17 @@
 //! FMA, a difference of one rounding), so the error is the f32 accumulation order. The f64
 //! reference also returns each output's magnitude `sum |w x| + |bias| + |y0|`; outputs must be
 //! within `REL_TOL` of the largest magnitude, and the NMSE below 1e-9.
+//!
+//! The decode kernels (matvec, matvec_glu) run in several [`MatvecShape`]s: their subgroup
+//! variant and their portable one against the same reference, where the adapter has subgroups
+//! (lavapipe: subgroups of 8), at rows per workgroup that give a row 256 threads (32 subgroups on
+//! lavapipe), 64 (8), 8 (1) and fewer threads than a subgroup (portable only); see `mat_shapes`.
 
-use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer};
+use super::{assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer};
 use crate::gpu::Gpu;
-use crate::kernels::{self, Activation, GpuWeight, MatOpts, Rows, StepInfo, WeightChunk, When};
+use crate::kernels::{
+    self, Activation, GpuWeight, MatOpts, MatvecShape, Rows, StepInfo, WeightChunk, When,
+};
 use crate::quant::tests::{fixture, random_blocks, FixtureTensor, GPU_TYPES};
 use crate::quant::{dequantize, repack_for_gpu, GgmlType};
 
@@ -122,6 +129,23 @@ fn weight(
     }
 }
 
+/// The decode shapes to test: 1, 4 and 32 rows per workgroup (256, 64 and 8 threads a row) with
+/// subgroups (where they fit) and without, 64 and 256 rows (fewer threads a row than a subgroup,
+/// or one: the portable variant), and the adapter's choice.
+fn mat_shapes(gpu: &Gpu) -> Vec<MatvecShape> {
+    matvec_shapes(gpu, &[1, 4, 32, 64, 256])
+}
+
+/// How a shape reads in a failure message: rows per workgroup and the variant it took.
+fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
+    let variant = if s.uses_subgroups(gpu) {
+        "subgroups"
+    } else {
+        "portable"
+    };
+    format!("rows/wg {} {variant}", s.rows)
+}
+
 fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..rows)
         .map(|r| (0..cols).map(|k| w[r * cols + k] * x[k]).sum())
@@ -214,44 +238,47 @@ async fn matvec_norm_prologue_and_output_rows() {
     let nw = random_f32(6, cols, 1.5);
     let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
     let nb = gpu.storage_init("norm", bytemuck::cast_slice(&nw)).unwrap();
-    let yb = gpu.storage("y", rows as u64 * 4).unwrap();
-    let d = kernels::mat(
-        &gpu,
-        &gw,
-        &xb,
-        &yb,
-        &step,
-        &dummy,
-        &MatOpts {
-            norm: Some((&nb, 1e-5)),
-            when: When::Decode,
-            rows: Rows::Out,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    // A batched pass skips the decode-only dispatch; a one-token pass runs it.
-    let batch = StepInfo {
-        n_tokens: 4,
-        pos: 0,
-        n_out: 1,
-    };
-    assert!(d.iter().all(|d| (d.grid)(&batch).is_none()));
-    let s = StepInfo {
-        n_tokens: 1,
-        pos: 0,
-        n_out: 1,
-    };
-    run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
     let want = matvec_ref(&w, &rmsnorm_ref(&x, &nw, 1e-5), rows, cols);
-    assert_close(
-        "matvec+norm",
-        "Q4_K 33x256",
-        &read(&gpu, &yb, rows).await,
-        &want,
-        1e-10,
-        2e-3,
-    );
+    for shape in mat_shapes(&gpu) {
+        let yb = gpu.storage("y", rows as u64 * 4).unwrap();
+        let d = kernels::mat(
+            &gpu,
+            &gw,
+            &xb,
+            &yb,
+            &step,
+            &dummy,
+            &MatOpts {
+                norm: Some((&nb, 1e-5)),
+                when: When::Decode,
+                rows: Rows::Out,
+                matvec: Some(shape),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // A batched pass skips the decode-only dispatch; a one-token pass runs it.
+        let batch = StepInfo {
+            n_tokens: 4,
+            pos: 0,
+            n_out: 1,
+        };
+        assert!(d.iter().all(|d| (d.grid)(&batch).is_none()));
+        let s = StepInfo {
+            n_tokens: 1,
+            pos: 0,
+            n_out: 1,
+        };
+        run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+        assert_close(
+            "matvec+norm",
+            &format!("Q4_K 33x256 {}", shape_name(&gpu, shape)),
+            &read(&gpu, &yb, rows).await,
+            &want,
+            1e-10,
+            2e-3,
+        );
+    }
 }
 
 async fn matvec_glu_every_type() {
@@ -271,32 +298,6 @@ async fn matvec_glu_every_type() {
             let nw = random_f32(10, cols, 1.0);
             let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
             let nb = gpu.storage_init("norm", bytemuck::cast_slice(&nw)).unwrap();
-            let hb = gpu.storage("h", n_ff as u64 * 4).unwrap();
-            let rows_per_wg = [4, 256][n_ff % 2];
-            let d = kernels::matvec_glu_with_rows(
-                &gpu,
-                &gw,
-                &xb,
-                &hb,
-                &dummy,
-                Some((&nb, 1e-6)),
-                act,
-                rows_per_wg,
-            )
-            .unwrap()
-            .expect("one chunk");
-            let step = step_buffer(&gpu);
-            run_dispatches(
-                &gpu,
-                &[&d],
-                StepInfo {
-                    n_tokens: 1,
-                    pos: 0,
-                    n_out: 1,
-                },
-                &step,
-            )
-            .await;
             let xn = rmsnorm_ref(&x, &nw, 1e-6);
             let gu = matvec_ref(&w, &xn, 2 * n_ff, cols);
             let want: Vec<f32> = (0..n_ff)
@@ -311,17 +312,44 @@ async fn matvec_glu_every_type() {
                     a * gu[n_ff + i]
                 })
                 .collect();
-            let shape = format!("{} n_ff {n_ff} {act:?} rows/wg {rows_per_wg}", t.ty);
             // The gguf-py fixture rows reach |h| ~ 1e4 (Q6_K's int8 scales): relative bound.
             let mag = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
-            assert_close(
-                "matvec_glu",
-                &shape,
-                &read(&gpu, &hb, n_ff).await,
-                &want,
-                NMSE_TOL,
-                REL_TOL * mag,
-            );
+            let step = step_buffer(&gpu);
+            for shape in mat_shapes(&gpu) {
+                let hb = gpu.storage("h", n_ff as u64 * 4).unwrap();
+                let d = kernels::matvec_glu_with(
+                    &gpu,
+                    &gw,
+                    &xb,
+                    &hb,
+                    &dummy,
+                    Some((&nb, 1e-6)),
+                    act,
+                    shape,
+                )
+                .unwrap()
+                .expect("one chunk");
+                run_dispatches(
+                    &gpu,
+                    &[&d],
+                    StepInfo {
+                        n_tokens: 1,
+                        pos: 0,
+                        n_out: 1,
+                    },
+                    &step,
+                )
+                .await;
+                let name = format!("{} n_ff {n_ff} {act:?} {}", t.ty, shape_name(&gpu, shape));
+                assert_close(
+                    "matvec_glu",
+                    &name,
+                    &read(&gpu, &hb, n_ff).await,
+                    &want,
+                    NMSE_TOL,
+                    REL_TOL * mag,
+                );
+            }
         }
     }
 }
@@ -367,10 +395,11 @@ async fn embed_every_type_and_chunked_table() {
     }
 }
 
-/// Every type through `kernels::mat` on random blocks: the matvec (1 token) and the tiled matmul
-/// (2, 5, 33, 64 tokens), rows of 1, odd counts that do not fill a workgroup (matvec takes 4
-/// rows, matmul 64), weights of 1 to 3 chunks (the later ones at a y offset), a y stride wider
-/// than the weight, and every combination of the bias and accumulate flags.
+/// Every type through `kernels::mat` on random blocks: the matvec (1 token, in every shape of
+/// `mat_shapes`) and the tiled matmul (2, 5, 33, 64 tokens), rows of 1, odd counts that do not
+/// fill a workgroup (matvec takes 1 to 256 rows, matmul 64), weights of 1 to 3 chunks (the later
+/// ones at a y offset), a y stride wider than the weight, and every combination of the bias and
+/// accumulate flags.
 async fn mat_random_blocks_every_type_shape_and_flag() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
@@ -393,17 +422,12 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
             let (bytes, w) = random_weight(ty, rows, cols, seed);
             let gw = weight(&gpu, ty, &bytes, rows, cols, splits);
             let stride = rows + extra;
-            // The matvec at the GPU (4) and CPU-adapter (256) rows per workgroup and between.
-            let runs = [1usize, 1, 1, 2, 5, 33, 64].into_iter().zip([
-                Some(4),
-                Some(64),
-                Some(256),
-                None,
-                None,
-                None,
-                None,
-            ]);
-            for (ni, (n, matvec_rows)) in runs.enumerate() {
+            // The matvec in every shape of `mat_shapes`, then the matmul.
+            let runs = mat_shapes(&gpu)
+                .into_iter()
+                .map(|shape| (1usize, Some(shape)))
+                .chain([2, 5, 33, 64].map(|n| (n, None)));
+            for (ni, (n, shape)) in runs.enumerate() {
                 let flags = (si + ni) % 4;
                 let (with_bias, accumulate) = (flags & 1 != 0, flags & 2 != 0);
                 let x = random_f32(seed * 7 + n as u64, n * cols, 1.0);
@@ -425,7 +449,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                         bias: with_bias.then_some(&bb),
                         accumulate,
                         y_stride: (extra > 0).then_some(stride as u32),
-                        matvec_rows,
+                        matvec: shape,
                         ..Default::default()
                     },
                 )
@@ -448,8 +472,9 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                 );
                 let kernel = if n == 1 { "matvec" } else { "matmul" };
                 let shape = format!(
-                    "{ty} rows {rows} cols {cols} chunks {} tokens {n} stride {stride} bias {with_bias} accumulate {accumulate} matvec rows/wg {matvec_rows:?}",
-                    splits.len() + 1
+                    "{ty} rows {rows} cols {cols} chunks {} tokens {n} stride {stride} bias {with_bias} accumulate {accumulate} matvec {}",
+                    splits.len() + 1,
+                    shape_name(&gpu, shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu)))
                 );
                 let err = got
                     .iter()
@@ -560,7 +585,10 @@ async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
     let gw = weight(&gpu, GgmlType::Q8_0, &bytes, 4, 64, &[]);
     for bad in [0, 3, 512] {
         let opts = MatOpts {
-            matvec_rows: Some(bad),
+            matvec: Some(MatvecShape {
+                rows: bad,
+                subgroups: true,
+            }),
             ..Default::default()
         };
         let err = kernels::mat(&gpu, &gw, &dummy, &dummy, &step, &dummy, &opts)
@@ -570,7 +598,35 @@ async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
     }
 }
 
+/// Where the adapter has subgroups, the shapes the tests run take the subgroup variant where a
+/// row's threads are whole subgroups and the portable one elsewhere.
+async fn matvec_subgroup_variant_where_it_fits() {
+    let gpu = gpu().await;
+    let shape = |rows, subgroups| MatvecShape { rows, subgroups };
+    if !gpu.features.subgroups {
+        eprintln!(
+            "matvec: no subgroups on {}: portable variants only",
+            gpu.info.name
+        );
+        assert!(!shape(1, true).uses_subgroups(&gpu));
+        return;
+    }
+    let max = gpu.info.subgroup_max_size;
+    eprintln!(
+        "matvec: subgroups of {}..{max} on {}",
+        gpu.info.subgroup_min_size, gpu.info.name
+    );
+    // A whole workgroup per row always fits (subgroups hold at most 128 invocations).
+    assert!(shape(1, true).uses_subgroups(&gpu));
+    assert!(!shape(1, false).uses_subgroups(&gpu));
+    // Rows of exactly the largest subgroup fit; rows of half of it do not.
+    assert!(shape(256 / max, true).uses_subgroups(&gpu));
+    assert!(!shape(512 / max, true).uses_subgroups(&gpu));
+    assert!(!shape(256, true).uses_subgroups(&gpu));
+}
+
 super::gpu_tests!(
+    matvec_subgroup_variant_where_it_fits,
     mat_every_type_and_shape,
     matvec_norm_prologue_and_output_rows,
     matvec_glu_every_type,

@@ -107,6 +107,26 @@ pub fn assert_close(
     );
 }
 
+/// Decode matvec shapes to test: `rows` per workgroup each with subgroups (where they fit) and
+/// without, and the adapter's choice; each distinct (rows, variant) once, so an adapter without
+/// subgroups (or `TANDEM_TEST_PORTABLE`) runs every rows setting once.
+pub fn matvec_shapes(gpu: &Gpu, rows: &[u32]) -> Vec<super::MatvecShape> {
+    let mut out: Vec<super::MatvecShape> = Vec::new();
+    let all = rows
+        .iter()
+        .flat_map(|&rows| [true, false].map(|subgroups| super::MatvecShape { rows, subgroups }))
+        .chain([super::MatvecShape::for_adapter(gpu)]);
+    for s in all {
+        let same = |o: &super::MatvecShape| {
+            o.rows == s.rows && o.uses_subgroups(gpu) == s.uses_subgroups(gpu)
+        };
+        if !out.iter().any(same) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 mod attention;
 mod mat;
 mod moe;

@@ -1,11 +1,12 @@
 //! moe_router, moe_sort and the routed expert kernels (decode and batched) against plain CPU
 //! references: seeded random logits on a coarse grid (so ties in router scores are common),
 //! random quantized expert weights (`quant::random`) dequantized on the CPU for the reference.
+//! The decode expert kernels also run in their subgroup and portable variants (`runs`).
 
-use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer};
+use super::{assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer};
 use crate::gpu::Gpu;
 use crate::kernels::moe::{self, Gating, GpuExperts, MoeBuffers, Routing};
-use crate::kernels::{Activation, StepInfo};
+use crate::kernels::{Activation, MatvecShape, StepInfo};
 use crate::quant::random::random_weights;
 use crate::quant::{dequantize, GgmlType};
 
@@ -226,6 +227,7 @@ async fn run_moe(
     r: &Routing,
     with_bias: bool,
     n_tokens: usize,
+    shape: Option<MatvecShape>,
     seed: u64,
 ) {
     let gpu = gpu().await;
@@ -316,6 +318,7 @@ async fn run_moe(
         &step,
         &dummy,
         Activation::Silu,
+        shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu)),
     )
     .unwrap();
     let s = StepInfo {
@@ -346,9 +349,14 @@ async fn run_moe(
         }
     }
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let decode = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
     let shape = format!(
-        "{name} {}/{} n_embd {emb} n_ff {ff} n_expert {ne} k {k} n_tokens {n_tokens} chunks {:?}",
-        case.ty_gate_up, case.ty_down, case.per_chunk
+        "{name} {}/{} n_embd {emb} n_ff {ff} n_expert {ne} k {k} n_tokens {n_tokens} chunks {:?} decode rows/wg {} subgroups {}",
+        case.ty_gate_up,
+        case.ty_down,
+        case.per_chunk,
+        decode.rows,
+        decode.uses_subgroups(&gpu)
     );
     assert_close("moe", &shape, &got, &want, 1e-9, 2e-4 * scale.max(1.0));
     if n_tokens > 1 {
@@ -377,6 +385,16 @@ async fn run_moe(
     }
 }
 
+/// Token counts, and for decode the shapes of its expert kernels: 4 rows per workgroup (64 threads
+/// a row: 8 subgroups on lavapipe) and 1 row (the whole workgroup), with subgroups where the
+/// adapter has them and without, and the adapter's choice.
+fn runs(gpu: &Gpu) -> Vec<(usize, Option<MatvecShape>)> {
+    let decode = matvec_shapes(gpu, &[4, 1])
+        .into_iter()
+        .map(|s| (1, Some(s)));
+    decode.chain([3, 16, 40].map(|n| (n, None))).collect()
+}
+
 async fn moe_experts_f32_q8_0() {
     let routings = routings();
     for (i, (ty_gu, ty_d, per_chunk)) in [
@@ -396,13 +414,14 @@ async fn moe_experts_f32_q8_0() {
             per_chunk,
         };
         for (name, r, bias) in routings.iter().filter(|(_, r, _)| r.n_expert <= 16) {
-            for n_tokens in [1, 3, 16, 40] {
+            for (n_tokens, shape) in runs(&*gpu().await) {
                 run_moe(
                     &case,
                     name,
                     r,
                     *bias,
                     n_tokens,
+                    shape,
                     1000 * i as u64 + n_tokens as u64,
                 )
                 .await;
@@ -429,13 +448,14 @@ async fn moe_experts_k_quants() {
             per_chunk,
         };
         for (name, r, bias) in routings.iter().filter(|(_, r, _)| r.n_expert <= 16).take(6) {
-            for n_tokens in [1, 3, 16, 40] {
+            for (n_tokens, shape) in runs(&*gpu().await) {
                 run_moe(
                     &case,
                     name,
                     r,
                     *bias,
                     n_tokens,
+                    shape,
                     5000 + 1000 * i as u64 + n_tokens as u64,
                 )
                 .await;
