@@ -137,15 +137,22 @@ impl Gpu {
 
     /// One line describing the adapter, for logs and `info`.
     pub fn describe(&self) -> String {
+        let subgroups = if self.features.subgroups {
+            format!(
+                "subgroups {}-{}",
+                self.info.subgroup_min_size, self.info.subgroup_max_size
+            )
+        } else {
+            "subgroups off".into()
+        };
         format!(
-            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, subgroups {}",
+            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, {subgroups}",
             self.info.name,
             self.info.backend,
             self.info.device_type,
             self.limits.max_storage_buffer_binding_size >> 20,
             self.limits.max_buffer_size >> 20,
-            self.features.f16,
-            self.features.subgroups
+            if self.features.f16 { "on" } else { "off" },
         )
     }
 
