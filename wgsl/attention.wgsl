@@ -16,8 +16,11 @@
 //   of K[key]; the 4 partial dots meet in workgroup memory;
 // - output: thread (c, g) owns vec4 chunk c of the output for keys g, g + KG, ... of the tile
 //   (KG = 256 / (HD / 4) key groups), so HD / 4 adjacent threads read one whole V row.
-// An online softmax runs over the tiles (running max m, sum l). At the end the KG partial outputs
-// are summed in workgroup memory; with one split the result goes to `out`, otherwise
+// An online softmax runs over the tiles (running max m; thread k < 64 keeps the running sum of key
+// slot k); 4 barriers per tile, and no thread reads more than 8 + KPT values of workgroup memory
+// per tile (a walk over all 64 scores and probabilities in every thread made prefill slower than
+// the kernel before, whose threads did less of it). At the end the KG partial outputs and the 64
+// partial sums are added in workgroup memory; with one split the result goes to `out`, otherwise
 // (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
 //
 // Decode prologue (flags bit 1, passes of one token): the kernel also does rope_store's work, so a
@@ -74,6 +77,7 @@ const WG: u32 = 256u;
 var<workgroup> dots: array<f32, 256>;           // [TK, LANES] partial dot products
 var<workgroup> scores: array<f32, TK>;
 var<workgroup> probs: array<f32, TK>;
+var<workgroup> maxes: array<f32, 8>;      // [TK / 8] maxima of 8 scores
 var<workgroup> outs: array<vec4<f32>, 256>;     // [KG, HD4] partial outputs
 var<workgroup> qh: array<f32, 256>;             // decode prologue: q, the new key, the new value
 var<workgroup> kh: array<f32, 256>;
@@ -220,8 +224,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         }
         dots[lid] = d;
         workgroupBarrier();
+        // Thread k < TK: score of key k. The tile's max in two levels (8 threads take 8 scores
+        // each, then every thread reads the 8 maxima), so no thread walks the whole tile.
+        var sc = NEG;
         if (lid < TK) {
-            var sc = NEG;
             if (s0 + lid < end) {
                 let b = lid * LANES;
                 sc = (dots[b] + dots[b + 1u] + dots[b + 2u] + dots[b + 3u]) * p.scale;
@@ -232,21 +238,27 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             scores[lid] = sc;
         }
         workgroupBarrier();
-        var tile_max = NEG;
-        for (var j = 0u; j < TK; j++) {
-            tile_max = max(tile_max, scores[j]);
-        }
-        let new_m = max(m, tile_max);
-        if (lid < TK) {
-            probs[lid] = select(0.0, exp(scores[lid] - new_m), s0 + lid < end);
+        if (lid < TK / 8u) {
+            var m8 = NEG;
+            for (var j = 0u; j < 8u; j++) {
+                m8 = max(m8, scores[lid * 8u + j]);
+            }
+            maxes[lid] = m8;
         }
         workgroupBarrier();
-        let alpha = exp(m - new_m);
-        var tile_sum = 0.0;
-        for (var j = 0u; j < TK; j++) {
-            tile_sum += probs[j];
+        var tile_max = NEG;
+        for (var j = 0u; j < TK / 8u; j++) {
+            tile_max = max(tile_max, maxes[j]);
         }
-        l = l * alpha + tile_sum;
+        let new_m = max(m, tile_max);
+        let alpha = exp(m - new_m);
+        if (lid < TK) {
+            let pk = select(0.0, exp(sc - new_m), s0 + lid < end);
+            probs[lid] = pk;
+            // Thread k keeps key slot k's share of the running sum; they meet once, at the end.
+            l = l * alpha + pk;
+        }
+        workgroupBarrier();
         acc *= alpha;
         for (var j = 0u; j < KPT; j++) {
             let kj = og + j * KG;
@@ -255,12 +267,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             }
         }
         m = new_m;
-        workgroupBarrier();  // the next tile reuses dots, scores and probs
+        // No barrier here: dots and scores were last read before the barriers above, and the
+        // next tile writes probs only after two more barriers every thread passes.
     }
     outs[lid] = acc;
+    if (lid < TK) {
+        scores[lid] = l;
+    }
     workgroupBarrier();
     if (lid >= HD4) {
         return;
+    }
+    l = 0.0;
+    for (var k = 0u; k < TK; k++) {
+        l += scores[k];
     }
     var o = vec4<f32>(0.0);
     for (var g = 0u; g < KG; g++) {
