@@ -173,6 +173,13 @@ ui.drop.addEventListener("drop", (e) => {
   if (f) load_(f);
 });
 
+// The engine's adapter (in its worker) may have an empty description, as SwiftShader's has: name
+// it from this thread's adapter info (vendor, architecture) instead.
+async function adapterName() {
+  const info = (await navigator.gpu.requestAdapter().catch(() => null))?.info;
+  return [info?.vendor, info?.architecture, info?.device].filter(Boolean).join(" ") || "unnamed adapter";
+}
+
 async function main() {
   refreshCached();
   try {
@@ -184,7 +191,7 @@ async function main() {
   }
   const a = engine.adapter;
   const on = (b) => (b ? "on" : "off");
-  ui.adapter.textContent = `GPU: ${a.adapter || "unnamed adapter"} (${a.deviceType}); f16 ${on(a.features.f16)}, subgroups ${on(a.features.subgroups)}; max storage binding ${mib(a.limits.maxStorageBufferBindingSize)}`;
+  ui.adapter.textContent = `GPU: ${a.adapter || (await adapterName())} (${a.deviceType}); f16 ${on(a.features.f16)}, subgroups ${on(a.features.subgroups)}; max storage binding ${mib(a.limits.maxStorageBufferBindingSize)}`;
   ui.adapter.dataset.ready = "1";
   const model = new URLSearchParams(location.search).get("model");
   if (model) {
