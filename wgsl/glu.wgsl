@@ -1,4 +1,5 @@
 // tandem:include common/step.wgsl
+// tandem:include common/act.wgsl
 //
 // h[t, i] = act(gate[t, i]) * up[t, i], the gated activation of SwiGLU (act = SiLU) and GeGLU
 // (act = GELU, tanh approximation). Gate and up may be one stacked buffer [n_tokens, 2n] (bound
@@ -17,12 +18,6 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 @group(0) @binding(4) var<uniform> step: Step;
 
-fn gelu_tanh(v: f32) -> f32 {
-    let c = 0.7978845608028654; // sqrt(2 / pi)
-    let u = clamp(c * (v + 0.044715 * v * v * v), -15.0, 15.0);
-    return 0.5 * v * (1.0 + tanh(u));
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * 256u;
@@ -32,11 +27,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let t = i / p.n;
     let c = i % p.n;
     let g = gate[t * p.stride + c];
-    var a: f32;
-    if (p.act == 0u) {
-        a = g / (1.0 + exp(-g));
-    } else {
-        a = gelu_tanh(g);
-    }
-    h[i] = a * up[t * p.stride + p.up_offset + c];
+    h[i] = glu_act(g, p.act) * up[t * p.stride + p.up_offset + c];
 }

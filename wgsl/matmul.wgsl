@@ -1,12 +1,13 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
+// tandem:include common/tile.wgsl
 // tandem:per-qtype
 //
 // Y[t, y_offset + r] (+)= sum_k W[r, k] * X[t, k] (+ bias) for a batch of tokens (prefill and
 // verification): a tiled matrix product whose tile loader dequantizes the weight blocks.
 // Work split: a workgroup computes a 64-row x 32-token tile of Y; each k step of 32 stages a
-// 64x32 weight tile and a 32x32 activation tile in workgroup memory; each of the 256 threads
-// accumulates 4 rows x 2 tokens.
+// 64x32 weight tile and a 32x32 activation tile in workgroup memory (common/tile.wgsl); each of
+// the 256 threads accumulates 4 rows x 2 tokens.
 
 const TM: u32 = 64u;
 const TN: u32 = 32u;
@@ -46,16 +47,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
         // Weight tile: thread -> (row lid / 4, unit lid % 4).
         let wr = lid / 4u;
-        let wu = lid % 4u;
         let grow = row0 + wr;
-        var v = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-        if (grow < p.n_rows) {
-            let k = k0 + wu * 8u;
-            v = dequant8(grow * blocks_per_row + k / QK, (k % QK) / 8u);
-        }
-        let wo = wr * TK + wu * 8u;
-        ws[wo] = v[0].x; ws[wo + 1u] = v[0].y; ws[wo + 2u] = v[0].z; ws[wo + 3u] = v[0].w;
-        ws[wo + 4u] = v[1].x; ws[wo + 5u] = v[1].y; ws[wo + 6u] = v[1].z; ws[wo + 7u] = v[1].w;
+        stage_w8(wr, lid % 4u, grow < p.n_rows, grow, k0, blocks_per_row);
         // Activation tile: thread -> (token lid / 8, 4 columns).
         let xt = lid / 8u;
         let xc = (lid % 8u) * 4u;
@@ -63,14 +56,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         if (tok0 + xt < n_tok) {
             xv = x[(tok0 + xt) * cols4 + (k0 + xc) / 4u];
         }
-        let xo = xt * TK + xc;
-        xs[xo] = xv.x; xs[xo + 1u] = xv.y; xs[xo + 2u] = xv.z; xs[xo + 3u] = xv.w;
+        stage_x4(xt, xc, xv);
         workgroupBarrier();
-        for (var kk = 0u; kk < TK; kk++) {
-            let wv = vec4<f32>(ws[rb * TK + kk], ws[(rb + 1u) * TK + kk], ws[(rb + 2u) * TK + kk], ws[(rb + 3u) * TK + kk]);
-            acc[0] += wv * xs[tb * TK + kk];
-            acc[1] += wv * xs[(tb + 1u) * TK + kk];
-        }
+        tile_4x2(&acc, rb, tb);
         workgroupBarrier();
     }
     for (var j = 0u; j < 2u; j++) {

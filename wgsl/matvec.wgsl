@@ -2,6 +2,7 @@
 // tandem:include common/step.wgsl
 // tandem:include common/rms_scale.wgsl
 // tandem:include common/reduce.wgsl
+// tandem:include common/unit_dot.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -10,7 +11,7 @@
 // (flags bit 2), x' = RMSNorm(x) * norm_w, computed by every workgroup from x (a few KB from
 // cache), which saves the separate norm dispatch; otherwise x' = x.
 // Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
-// 8-element units (dequant8) and reduce their partial sums with row_sum (common/reduce.wgsl: a
+// 8-element units (unit_dot) and reduce their partial sums with row_sum (common/reduce.wgsl: a
 // tree in workgroup memory; in the `_sg` variants, subgroupAdd and one step across subgroups).
 // Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
 
@@ -63,9 +64,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let units = p.n_cols / 8u;
         let blocks_per_row = p.n_cols / QK;
         for (var u = lane; u < units; u += threads) {
-            let k = u * 8u;
-            let v = dequant8(row * blocks_per_row + k / QK, (k % QK) / 8u);
-            acc += dot(v[0], x_at(u * 2u, scale)) + dot(v[1], x_at(u * 2u + 1u, scale));
+            acc += unit_dot(row * blocks_per_row, u, x_at(u * 2u, scale), x_at(u * 2u + 1u, scale));
         }
     }
     let sum = row_sum(acc, inv, threads);

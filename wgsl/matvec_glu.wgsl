@@ -2,6 +2,8 @@
 // tandem:include common/step.wgsl
 // tandem:include common/rms_scale.wgsl
 // tandem:include common/reduce.wgsl
+// tandem:include common/act.wgsl
+// tandem:include common/glu_dots.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -10,8 +12,8 @@
 // the stacked weight [G; U] (rows r and n_rows + r). x' is x, or RMSNorm(x) * norm_w with the
 // norm prologue (flags bit 2), as in matvec.wgsl.
 // Work split: each workgroup takes ROWS output rows; the WG / ROWS threads of a row stride over
-// its 8-element units accumulating both dot products, then reduce them with row_sum2
-// (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
+// its 8-element units accumulating both dot products (glu_dots, common/glu_dots.wgsl), then
+// reduce them with row_sum2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
@@ -30,11 +32,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(4) var<uniform> p: Params;
 
-fn gelu_tanh(v: f32) -> f32 {
-    let u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
-    return 0.5 * v * (1.0 + tanh(u));
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -48,37 +45,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (norm) {
         scale = rms_scale(inv, p.n_cols, p.eps);
     }
-    var ag = 0.0;
-    var au = 0.0;
+    var gu = vec2<f32>(0.0);
     if (row < p.n_rows) {
-        let units = p.n_cols / 8u;
-        let blocks_per_row = p.n_cols / QK;
-        let up_base = p.n_rows * blocks_per_row;
-        for (var u = lane; u < units; u += threads) {
-            let k = u * 8u;
-            var x0 = x[u * 2u];
-            var x1 = x[u * 2u + 1u];
-            if (norm) {
-                x0 = x0 * scale * norm_w[u * 2u];
-                x1 = x1 * scale * norm_w[u * 2u + 1u];
-            }
-            let b = row * blocks_per_row + k / QK;
-            let j = (k % QK) / 8u;
-            let g = dequant8(b, j);
-            let v = dequant8(up_base + b, j);
-            ag += dot(g[0], x0) + dot(g[1], x1);
-            au += dot(v[0], x0) + dot(v[1], x1);
-        }
+        let bpr = p.n_cols / QK;
+        gu = glu_dots(row * bpr, p.n_rows * bpr, p.n_cols, lane, threads, norm, scale);
     }
-    let gu = row_sum2(vec2<f32>(ag, au), inv, threads);
+    gu = row_sum2(gu, inv, threads);
     if (lane == 0u && row < p.n_rows) {
-        let g = gu.x;
-        var a: f32;
-        if (p.act == 0u) {
-            a = g / (1.0 + exp(-g));
-        } else {
-            a = gelu_tanh(g);
-        }
-        h[row] = a * gu.y;
+        h[row] = glu_act(gu.x, p.act) * gu.y;
     }
 }

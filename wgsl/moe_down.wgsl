@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/reduce.wgsl
+// tandem:include common/unit_dot.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -57,9 +58,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             let rb = ((e - p.e0) * p.n_rows + row) * bpr;
             var d = 0.0;
             for (var u = lane; u < units; u += threads) {
-                let k = u * 8u;
-                let v = dequant8(rb + k / QK, (k % QK) / 8u);
-                d += dot(v[0], h[j * h4 + u * 2u]) + dot(v[1], h[j * h4 + u * 2u + 1u]);
+                d += unit_dot(rb, u, h[j * h4 + u * 2u], h[j * h4 + u * 2u + 1u]);
             }
             acc += wt * d;
         }

@@ -1,4 +1,5 @@
 // tandem:include common/bits.wgsl
+// tandem:include common/tile.wgsl
 // tandem:per-qtype
 //
 // o[s, r] = weight_s * (D_e[r, :] . h[s, :]) for every route slot s = t * k + j of a batched pass,
@@ -67,28 +68,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         var acc = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
         for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
             let wr = lid / 4u;
-            let wu = lid % 4u;
             let r = row0 + wr;
-            var v = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-            if (r < p.n_rows) {
-                let kk = k0 + wu * 8u;
-                v = dequant8((ebase + r) * bpr + kk / QK, (kk % QK) / 8u);
-            }
-            let wo = wr * TK + wu * 8u;
-            ws[wo] = v[0].x; ws[wo + 1u] = v[0].y; ws[wo + 2u] = v[0].z; ws[wo + 3u] = v[0].w;
-            ws[wo + 4u] = v[1].x; ws[wo + 5u] = v[1].y; ws[wo + 6u] = v[1].z; ws[wo + 7u] = v[1].w;
+            stage_w8(wr, lid % 4u, r < p.n_rows, ebase + r, k0, bpr);
             var xv = vec4<f32>(0.0);
             if (xrow != 0xffffffffu) {
                 xv = h[xrow * cols4 + (k0 + xc) / 4u];
             }
-            let xo = xt * TK + xc;
-            xs[xo] = xv.x; xs[xo + 1u] = xv.y; xs[xo + 2u] = xv.z; xs[xo + 3u] = xv.w;
+            stage_x4(xt, xc, xv);
             workgroupBarrier();
-            for (var kk = 0u; kk < TK; kk++) {
-                let wv = vec4<f32>(ws[rb * TK + kk], ws[(rb + 1u) * TK + kk], ws[(rb + 2u) * TK + kk], ws[(rb + 3u) * TK + kk]);
-                acc[0] += wv * xs[tb * TK + kk];
-                acc[1] += wv * xs[(tb + 1u) * TK + kk];
-            }
+            tile_4x2(&acc, rb, tb);
             workgroupBarrier();
         }
         for (var jj = 0u; jj < 2u; jj++) {

@@ -1,6 +1,8 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/rms_scale.wgsl
 // tandem:include common/reduce.wgsl
+// tandem:include common/act.wgsl
+// tandem:include common/glu_dots.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -13,8 +15,9 @@
 // per expert its n_ff gate rows then its n_ff up rows, so expert e - e0 starts at row
 // 2 * n_ff * (e - e0) of the chunk.
 // Work split: a workgroup per (ROWS rows, route j): grid [n_ff / ROWS, k]; the WG / ROWS threads
-// of a row stride over its 8-element units accumulating both dot products, then reduce them with
-// row_sum2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
+// of a row stride over its 8-element units accumulating both dot products (glu_dots,
+// common/glu_dots.wgsl), then reduce them with row_sum2 (common/reduce.wgsl, or its subgroup
+// twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
@@ -37,11 +40,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(5) var<uniform> p: Params;
 
-fn gelu_tanh(v: f32) -> f32 {
-    let u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
-    return 0.5 * v * (1.0 + tanh(u));
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let threads = WG / ROWS;
@@ -56,38 +54,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     if (norm) {
         scale = rms_scale(inv, p.n_cols, p.eps);
     }
-    var ag = 0.0;
-    var au = 0.0;
+    var gu = vec2<f32>(0.0);
     if (mine && row < p.n_ff) {
-        let units = p.n_cols / 8u;
         let bpr = p.n_cols / QK;
         let gate_row = (e - p.e0) * 2u * p.n_ff + row;
-        let up_off = p.n_ff * bpr;
-        for (var u = lane; u < units; u += threads) {
-            let k = u * 8u;
-            var x0 = x[u * 2u];
-            var x1 = x[u * 2u + 1u];
-            if (norm) {
-                x0 = x0 * scale * norm_w[u * 2u];
-                x1 = x1 * scale * norm_w[u * 2u + 1u];
-            }
-            let b = gate_row * bpr + k / QK;
-            let jj = (k % QK) / 8u;
-            let g = dequant8(b, jj);
-            let v = dequant8(b + up_off, jj);
-            ag += dot(g[0], x0) + dot(g[1], x1);
-            au += dot(v[0], x0) + dot(v[1], x1);
-        }
+        gu = glu_dots(gate_row * bpr, p.n_ff * bpr, p.n_cols, lane, threads, norm, scale);
     }
-    let gu = row_sum2(vec2<f32>(ag, au), inv, threads);
+    gu = row_sum2(gu, inv, threads);
     if (lane == 0u && mine && row < p.n_ff) {
-        let g = gu.x;
-        var a: f32;
-        if (p.act == 0u) {
-            a = g / (1.0 + exp(-g));
-        } else {
-            a = gelu_tanh(g);
-        }
-        h[j * p.n_ff + row] = a * gu.y;
+        h[j * p.n_ff + row] = glu_act(gu.x, p.act) * gu.y;
     }
 }

@@ -1,4 +1,6 @@
 // tandem:include common/bits.wgsl
+// tandem:include common/tile.wgsl
+// tandem:include common/act.wgsl
 // tandem:per-qtype
 //
 // h[s, r] = act(G_e[r, :] . x[t, :]) * (U_e[r, :] . x[t, :]) for every route slot s = t * k + j
@@ -37,11 +39,6 @@ var<workgroup> xs: array<f32, 1024>;  // [TN][TK]
 var<workgroup> sh_first: u32;
 var<workgroup> sh_count: u32;
 
-fn gelu_tanh(v: f32) -> f32 {
-    let u = clamp(0.7978845608028654 * (v + 0.044715 * v * v * v), -15.0, 15.0);
-    return 0.5 * v * (1.0 + tanh(u));
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let e = p.e0 + wg.y;
@@ -75,31 +72,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
             // Weight tile: thread -> (tile row lid / 4 of gate|up, unit lid % 4).
             let wr = lid / 4u;
-            let wu = lid % 4u;
             let r = row0 + (wr % TM);
-            var v = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-            if (r < p.n_ff) {
-                let kk = k0 + wu * 8u;
-                let grow = ebase + (wr / TM) * p.n_ff + r;
-                v = dequant8(grow * bpr + kk / QK, (kk % QK) / 8u);
-            }
-            let wo = wr * TK + wu * 8u;
-            ws[wo] = v[0].x; ws[wo + 1u] = v[0].y; ws[wo + 2u] = v[0].z; ws[wo + 3u] = v[0].w;
-            ws[wo + 4u] = v[1].x; ws[wo + 5u] = v[1].y; ws[wo + 6u] = v[1].z; ws[wo + 7u] = v[1].w;
+            stage_w8(wr, lid % 4u, r < p.n_ff, ebase + (wr / TM) * p.n_ff + r, k0, bpr);
             var xv = vec4<f32>(0.0);
             if (xrow != 0xffffffffu) {
                 xv = x[xrow * cols4 + (k0 + xc) / 4u];
             }
-            let xo = xt * TK + xc;
-            xs[xo] = xv.x; xs[xo + 1u] = xv.y; xs[xo + 2u] = xv.z; xs[xo + 3u] = xv.w;
+            stage_x4(xt, xc, xv);
             workgroupBarrier();
             for (var kk = 0u; kk < TK; kk++) {
                 let xk = xs[tb * TK + kk];
-                let g = vec4<f32>(ws[rb * TK + kk], ws[(rb + 1u) * TK + kk], ws[(rb + 2u) * TK + kk], ws[(rb + 3u) * TK + kk]);
-                let o = TM * TK;
-                let u = vec4<f32>(ws[o + rb * TK + kk], ws[o + (rb + 1u) * TK + kk], ws[o + (rb + 2u) * TK + kk], ws[o + (rb + 3u) * TK + kk]);
-                ag += g * xk;
-                au += u * xk;
+                ag += tile_w4(rb, kk) * xk;
+                au += tile_w4(TM + rb, kk) * xk;
             }
             workgroupBarrier();
         }
@@ -108,14 +92,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             for (var i = 0u; i < 4u; i++) {
                 let r = row0 + rb + i;
                 if (r < p.n_ff) {
-                    let g = ag[i];
-                    var a: f32;
-                    if (p.act == 0u) {
-                        a = g / (1.0 + exp(-g));
-                    } else {
-                        a = gelu_tanh(g);
-                    }
-                    h[s * p.n_ff + r] = a * au[i];
+                    h[s * p.n_ff + r] = glu_act(ag[i], p.act) * au[i];
                 }
             }
         }

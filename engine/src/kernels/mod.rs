@@ -140,6 +140,24 @@ impl Dispatch {
         self
     }
 
+    /// The usual dispatch: one pipeline, `key`'s kernel, bound to `buffers` (in the order of
+    /// `key.layout`) and launched as `grid(s)` workgroups on the passes `when` admits.
+    fn one(
+        gpu: &Gpu,
+        label: impl Into<String>,
+        key: &PipelineKey,
+        buffers: &[&wgpu::Buffer],
+        when: When,
+        grid: impl Fn(&StepInfo) -> [u32; 3] + Send + Sync + 'static,
+    ) -> Result<Dispatch> {
+        Ok(Dispatch {
+            label: label.into(),
+            pipelines: vec![gpu.pipeline(key)?],
+            bind_group: gpu.bind_group(key.layout, buffers),
+            grid: Box::new(move |s| when.admits(s).then(|| (0, grid(s)))),
+        })
+    }
+
     /// Records this dispatch into `pass` for the pass shape `s`; returns whether it ran.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, s: &StepInfo) -> bool {
         let Some((i, [x, y, z])) = (self.grid)(s) else {
@@ -481,8 +499,7 @@ pub fn matvec_glu_with(
         return Ok(None);
     };
     let q = qtype_suffix(chunk.ty)?;
-    let pipeline =
-        gpu.pipeline(&shape.key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?)?;
+    let pipeline_key = shape.key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?;
     let rows = shape.rows;
     let n_rows = gate_up.n_rows / 2;
     let params = MatvecGluParams {
@@ -494,19 +511,15 @@ pub fn matvec_glu_with(
         _pad: [0; 3],
     };
     let pbuf = gpu.uniform(&gate_up.name, &params);
-    Ok(Some(Dispatch {
-        label: gate_up.name.clone(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(
-            MATVEC_GLU_LAYOUT,
-            &[&chunk.buffer, x, h, norm.map_or(dummy, |n| n.0), &pbuf],
-        ),
-        grid: Box::new(move |s| {
-            When::Decode
-                .admits(s)
-                .then(|| (0, grid_2d(n_rows.div_ceil(rows))))
-        }),
-    }))
+    Dispatch::one(
+        gpu,
+        &gate_up.name,
+        &pipeline_key,
+        &[&chunk.buffer, x, h, norm.map_or(dummy, |n| n.0), &pbuf],
+        When::Decode,
+        move |_| grid_2d(n_rows.div_ceil(rows)),
+    )
+    .map(Some)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -541,7 +554,6 @@ pub fn embed(
     let mut out = Vec::new();
     for chunk in &table.chunks {
         let q = qtype_suffix(chunk.ty)?;
-        let pipeline = gpu.pipeline(&key(format!("embed_{q}"), EMBED_LAYOUT))?;
         let params = EmbedParams {
             dim: table.n_cols,
             n_rows: chunk.n_rows,
@@ -549,13 +561,14 @@ pub fn embed(
             scale,
         };
         let pbuf = gpu.uniform("embed", &params);
-        let bind_group = gpu.bind_group(EMBED_LAYOUT, &[&chunk.buffer, tokens, y, &pbuf, step]);
-        out.push(Dispatch {
-            label: table.name.clone(),
-            pipelines: vec![pipeline],
-            bind_group,
-            grid: Box::new(|s| Some((0, [s.n_tokens, 1, 1]))),
-        });
+        out.push(Dispatch::one(
+            gpu,
+            &table.name,
+            &key(format!("embed_{q}"), EMBED_LAYOUT),
+            &[&chunk.buffer, tokens, y, &pbuf, step],
+            When::Always,
+            |s| [s.n_tokens, 1, 1],
+        )?);
     }
     Ok(out)
 }
@@ -606,7 +619,6 @@ pub fn rmsnorm(
     opts: NormOpts,
 ) -> Result<Dispatch> {
     let shader = reduce_variant(gpu, "rmsnorm".into(), NORM_WG, opts.subgroups);
-    let pipeline = gpu.pipeline(&key(shader, NORM_LAYOUT))?;
     let params = NormParams {
         dim,
         eps,
@@ -614,13 +626,15 @@ pub fn rmsnorm(
         rows_mode: opts.rows.mode(),
     };
     let pbuf = gpu.uniform("rmsnorm", &params);
-    let (rows, when) = (opts.rows, opts.when);
-    Ok(Dispatch {
-        label: "rmsnorm".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(NORM_LAYOUT, &[x, weight, y, &pbuf, step]),
-        grid: Box::new(move |s| when.admits(s).then(|| (0, [rows.count(s), 1, 1]))),
-    })
+    let rows = opts.rows;
+    Dispatch::one(
+        gpu,
+        "rmsnorm",
+        &key(shader, NORM_LAYOUT),
+        &[x, weight, y, &pbuf, step],
+        opts.when,
+        move |s| [rows.count(s), 1, 1],
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -660,7 +674,6 @@ pub fn glu(
     act: Activation,
     when: When,
 ) -> Result<Dispatch> {
-    let pipeline = gpu.pipeline(&key("glu".into(), GLU_LAYOUT))?;
     let params = GluParams {
         n,
         act: (act == Activation::GeluTanh) as u32,
@@ -668,15 +681,14 @@ pub fn glu(
         up_offset: n,
     };
     let pbuf = gpu.uniform("glu", &params);
-    Ok(Dispatch {
-        label: "glu".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(GLU_LAYOUT, &[gate_up, gate_up, h, &pbuf, step]),
-        grid: Box::new(move |s| {
-            when.admits(s)
-                .then(|| (0, grid_2d((s.n_tokens * n).div_ceil(256))))
-        }),
-    })
+    Dispatch::one(
+        gpu,
+        "glu",
+        &key("glu".into(), GLU_LAYOUT),
+        &[gate_up, gate_up, h, &pbuf, step],
+        when,
+        move |s| grid_2d((s.n_tokens * n).div_ceil(256)),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -747,7 +759,6 @@ pub fn rope_store(
     qk_norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>,
     dummy: &wgpu::Buffer,
 ) -> Result<Dispatch> {
-    let pipeline = gpu.pipeline(&key("rope_store".into(), ROPE_LAYOUT))?;
     let params = RopeParams {
         n_head: heads.n_head,
         n_kv_head: heads.n_kv_head,
@@ -764,15 +775,14 @@ pub fn rope_store(
     let pbuf = gpu.uniform("rope", &params);
     let (qn, kn) = qk_norm.map_or((dummy, dummy), |n| (n.0, n.1));
     let slots = heads.n_head + 2 * heads.n_kv_head;
-    Ok(Dispatch {
-        label: "rope_store".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(
-            ROPE_LAYOUT,
-            &[b.qkv, b.k_cache, b.v_cache, qn, kn, &pbuf, step],
-        ),
-        grid: Box::new(move |s| Some((0, [slots, s.n_tokens, 1]))),
-    })
+    Dispatch::one(
+        gpu,
+        "rope_store",
+        &key("rope_store".into(), ROPE_LAYOUT),
+        &[b.qkv, b.k_cache, b.v_cache, qn, kn, &pbuf, step],
+        When::Always,
+        move |s| [slots, s.n_tokens, 1],
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -967,7 +977,6 @@ pub fn argmax(
     n_vocab: u32,
     row: u32,
 ) -> Result<Dispatch> {
-    let pipeline = gpu.pipeline(&key("argmax".into(), ARGMAX_LAYOUT))?;
     let pbuf = gpu.uniform(
         "argmax",
         &ArgmaxParams {
@@ -976,12 +985,14 @@ pub fn argmax(
             _pad: [0; 2],
         },
     );
-    Ok(Dispatch {
-        label: "argmax".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(ARGMAX_LAYOUT, &[logits, tokens, &pbuf]),
-        grid: Box::new(|_| Some((0, [1, 1, 1]))),
-    })
+    Dispatch::one(
+        gpu,
+        "argmax",
+        &key("argmax".into(), ARGMAX_LAYOUT),
+        &[logits, tokens, &pbuf],
+        When::Always,
+        |_| [1, 1, 1],
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1062,23 +1073,24 @@ pub fn sample(
         },
     );
     let params = gpu.uniform("sample", &SampleParams::zeroed());
-    let p1 = gpu.pipeline(&key("sample_topk".into(), SAMPLE_TOPK_LAYOUT))?;
-    let p2 = gpu.pipeline(&key("sample".into(), SAMPLE_LAYOUT))?;
     Ok(SampleKernels {
         dispatches: [
-            Dispatch {
-                label: "sample_topk".into(),
-                pipelines: vec![p1],
-                bind_group: gpu
-                    .bind_group(SAMPLE_TOPK_LAYOUT, &[logits, &history, &cand, &topk_params]),
-                grid: Box::new(move |_| Some((0, [groups, 1, 1]))),
-            },
-            Dispatch {
-                label: "sample".into(),
-                pipelines: vec![p2],
-                bind_group: gpu.bind_group(SAMPLE_LAYOUT, &[&cand, tokens, &params]),
-                grid: Box::new(|_| Some((0, [1, 1, 1]))),
-            },
+            Dispatch::one(
+                gpu,
+                "sample_topk",
+                &key("sample_topk".into(), SAMPLE_TOPK_LAYOUT),
+                &[logits, &history, &cand, &topk_params],
+                When::Always,
+                move |_| [groups, 1, 1],
+            )?,
+            Dispatch::one(
+                gpu,
+                "sample",
+                &key("sample".into(), SAMPLE_LAYOUT),
+                &[&cand, tokens, &params],
+                When::Always,
+                |_| [1, 1, 1],
+            )?,
         ],
         history,
         topk_params,

@@ -191,7 +191,6 @@ pub fn router(
     r: &Routing,
 ) -> Result<Dispatch> {
     r.check()?;
-    let pipeline = gpu.pipeline(&key("moe_router".into(), ROUTER_LAYOUT))?;
     let params = RouterParams {
         n_expert: r.n_expert,
         k: r.k,
@@ -203,15 +202,14 @@ pub fn router(
         _pad: 0,
     };
     let pbuf = gpu.uniform("moe_router", &params);
-    Ok(Dispatch {
-        label: "moe_router".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(
-            ROUTER_LAYOUT,
-            &[logits, bias.unwrap_or(dummy), route, &pbuf, step],
-        ),
-        grid: Box::new(|s| Some((0, [s.n_tokens, 1, 1]))),
-    })
+    Dispatch::one(
+        gpu,
+        "moe_router",
+        &key("moe_router".into(), ROUTER_LAYOUT),
+        &[logits, bias.unwrap_or(dummy), route, &pbuf, step],
+        When::Always,
+        |s| [s.n_tokens, 1, 1],
+    )
 }
 
 /// u32 words of the per-expert token lists of a pass of up to `max_tokens` (moe_sort.wgsl).
@@ -234,14 +232,15 @@ pub fn sort(
     step: &wgpu::Buffer,
     r: &Routing,
 ) -> Result<Dispatch> {
-    let pipeline = gpu.pipeline(&key("moe_sort".into(), SORT_LAYOUT))?;
     let pbuf = gpu.uniform("moe_sort", &[r.n_expert, r.k, 0, 0]);
-    Ok(Dispatch {
-        label: "moe_sort".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(SORT_LAYOUT, &[route, lists, &pbuf, step]),
-        grid: Box::new(|s| When::Batch.admits(s).then_some((0, [1, 1, 1]))),
-    })
+    Dispatch::one(
+        gpu,
+        "moe_sort",
+        &key("moe_sort".into(), SORT_LAYOUT),
+        &[route, lists, &pbuf, step],
+        When::Batch,
+        |_| [1, 1, 1],
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,8 +301,7 @@ pub fn gate_up(
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
         let rows = shape.rows;
-        let pipeline =
-            gpu.pipeline(&shape.key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?)?;
+        let pipeline_key = shape.key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?;
         let params = GateUpParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -316,19 +314,14 @@ pub fn gate_up(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let k = r.k;
-        out.push(Dispatch {
-            label: ex.name.clone(),
-            pipelines: vec![pipeline],
-            bind_group: gpu.bind_group(
-                GATE_UP_LAYOUT,
-                &[&c.buffer, x, h, route, norm.map_or(dummy, |n| n.0), &pbuf],
-            ),
-            grid: Box::new(move |s| {
-                When::Decode
-                    .admits(s)
-                    .then_some((0, [n_ff.div_ceil(rows), k, 1]))
-            }),
-        });
+        out.push(Dispatch::one(
+            gpu,
+            &ex.name,
+            &pipeline_key,
+            &[&c.buffer, x, h, route, norm.map_or(dummy, |n| n.0), &pbuf],
+            When::Decode,
+            move |_| [n_ff.div_ceil(rows), k, 1],
+        )?);
     }
     Ok(out)
 }
@@ -368,7 +361,7 @@ pub fn down(
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
         let rows = shape.rows;
-        let pipeline = gpu.pipeline(&shape.key(gpu, format!("moe_down_{q}"), DOWN_LAYOUT)?)?;
+        let pipeline_key = shape.key(gpu, format!("moe_down_{q}"), DOWN_LAYOUT)?;
         let params = DownParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,
@@ -379,16 +372,14 @@ pub fn down(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let n_rows = ex.rows;
-        out.push(Dispatch {
-            label: ex.name.clone(),
-            pipelines: vec![pipeline],
-            bind_group: gpu.bind_group(DOWN_LAYOUT, &[&c.buffer, h, x, route, &pbuf]),
-            grid: Box::new(move |s| {
-                When::Decode
-                    .admits(s)
-                    .then(|| (0, grid_2d(n_rows.div_ceil(rows))))
-            }),
-        });
+        out.push(Dispatch::one(
+            gpu,
+            &ex.name,
+            &pipeline_key,
+            &[&c.buffer, h, x, route, &pbuf],
+            When::Decode,
+            move |_| grid_2d(n_rows.div_ceil(rows)),
+        )?);
     }
     Ok(out)
 }
@@ -431,8 +422,6 @@ pub fn gate_up_batch(
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let pipeline =
-            gpu.pipeline(&key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT))?;
         let params = GateUpBatchParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -445,16 +434,14 @@ pub fn gate_up_batch(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let n_exp = c.n_exp;
-        out.push(Dispatch {
-            label: format!("{} batch", ex.name),
-            pipelines: vec![pipeline],
-            bind_group: gpu.bind_group(GATE_UP_BATCH_LAYOUT, &[&c.buffer, x, h, lists, &pbuf]),
-            grid: Box::new(move |s| {
-                When::Batch
-                    .admits(s)
-                    .then_some((0, [n_ff.div_ceil(32), n_exp, 1]))
-            }),
-        });
+        out.push(Dispatch::one(
+            gpu,
+            format!("{} batch", ex.name),
+            &key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT),
+            &[&c.buffer, x, h, lists, &pbuf],
+            When::Batch,
+            move |_| [n_ff.div_ceil(32), n_exp, 1],
+        )?);
     }
     Ok(out)
 }
@@ -496,7 +483,6 @@ pub fn down_batch(
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
-        let pipeline = gpu.pipeline(&key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT))?;
         let params = DownBatchParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,
@@ -508,16 +494,14 @@ pub fn down_batch(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let (n_rows, n_exp) = (ex.rows, c.n_exp);
-        out.push(Dispatch {
-            label: format!("{} batch", ex.name),
-            pipelines: vec![pipeline],
-            bind_group: gpu.bind_group(DOWN_BATCH_LAYOUT, &[&c.buffer, h, o, lists, route, &pbuf]),
-            grid: Box::new(move |s| {
-                When::Batch
-                    .admits(s)
-                    .then_some((0, [n_rows.div_ceil(64), n_exp, 1]))
-            }),
-        });
+        out.push(Dispatch::one(
+            gpu,
+            format!("{} batch", ex.name),
+            &key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT),
+            &[&c.buffer, h, o, lists, route, &pbuf],
+            When::Batch,
+            move |_| [n_rows.div_ceil(64), n_exp, 1],
+        )?);
     }
     Ok(out)
 }
@@ -538,18 +522,15 @@ pub fn combine(
     n_embd: u32,
     r: &Routing,
 ) -> Result<Dispatch> {
-    let pipeline = gpu.pipeline(&key("moe_combine".into(), COMBINE_LAYOUT))?;
     let pbuf = gpu.uniform("moe_combine", &[n_embd, r.k, 0, 0]);
-    Ok(Dispatch {
-        label: "moe_combine".into(),
-        pipelines: vec![pipeline],
-        bind_group: gpu.bind_group(COMBINE_LAYOUT, &[o, x, &pbuf, step]),
-        grid: Box::new(move |s| {
-            When::Batch
-                .admits(s)
-                .then(|| (0, grid_2d((s.n_tokens * n_embd).div_ceil(256))))
-        }),
-    })
+    Dispatch::one(
+        gpu,
+        "moe_combine",
+        &key("moe_combine".into(), COMBINE_LAYOUT),
+        &[o, x, &pbuf, step],
+        When::Batch,
+        move |s| grid_2d((s.n_tokens * n_embd).div_ceil(256)),
+    )
 }
 
 /// Scratch buffers of one MoE FFN for passes of up to `max_tokens` tokens (shareable by all

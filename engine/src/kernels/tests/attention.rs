@@ -1,7 +1,7 @@
 //! attention (split and combined), rope_store, rmsnorm and glu against the CPU references in
 //! `kernels::reference`.
 
-use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer, ROPE_TOL};
+use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer, upload, ROPE_TOL};
 use crate::kernels::{
     self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, NormOpts, RopeConfig,
     Rows, StepInfo, When,
@@ -63,9 +63,9 @@ async fn attention_matches_the_reference() {
                 k[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
                 v[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
             }
-            let qb = gpu.storage_init("q", bytemuck::cast_slice(&q)).unwrap();
-            let kb = gpu.storage_init("k", bytemuck::cast_slice(&k)).unwrap();
-            let vb = gpu.storage_init("v", bytemuck::cast_slice(&v)).unwrap();
+            let qb = upload(&gpu, "q", &q);
+            let kb = upload(&gpu, "k", &k);
+            let vb = upload(&gpu, "v", &v);
             let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
             // Twice the usual scale: scores spread over a few units, so the softmax is neither
             // flat nor one-hot.
@@ -173,11 +173,11 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                 k[kvh * row + pos as usize * hd as usize..(kvh + 1) * row].fill(f32::NAN);
                 v[kvh * row + pos as usize * hd as usize..(kvh + 1) * row].fill(f32::NAN);
             }
-            let qkvb = gpu.storage_init("qkv", bytemuck::cast_slice(&qkv)).unwrap();
-            let qnb = gpu.storage_init("qn", bytemuck::cast_slice(&qn)).unwrap();
-            let knb = gpu.storage_init("kn", bytemuck::cast_slice(&kn)).unwrap();
-            let kb = gpu.storage_init("k", bytemuck::cast_slice(&k)).unwrap();
-            let vb = gpu.storage_init("v", bytemuck::cast_slice(&v)).unwrap();
+            let qkvb = upload(&gpu, "qkv", &qkv);
+            let qnb = upload(&gpu, "qn", &qn);
+            let knb = upload(&gpu, "kn", &kn);
+            let kb = upload(&gpu, "k", &k);
+            let vb = upload(&gpu, "v", &v);
             let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
             let qk_norm = qk_eps.map(|e| (&qnb, &knb, e));
             let rs = kernels::rope_store(
@@ -307,11 +307,11 @@ async fn rope_store_matches_the_reference() {
             let qn = random_f32(seed + 3, hd as usize, 1.5);
             let kn = random_f32(seed + 4, hd as usize, 1.5);
             let cache_len = (nkv * ctx * hd) as usize;
-            let qkvb = gpu.storage_init("qkv", bytemuck::cast_slice(&qkv)).unwrap();
+            let qkvb = upload(&gpu, "qkv", &qkv);
             let kc = gpu.storage("kc", cache_len as u64 * 4).unwrap();
             let vc = gpu.storage("vc", cache_len as u64 * 4).unwrap();
-            let qnb = gpu.storage_init("qn", bytemuck::cast_slice(&qn)).unwrap();
-            let knb = gpu.storage_init("kn", bytemuck::cast_slice(&kn)).unwrap();
+            let qnb = upload(&gpu, "qn", &qn);
+            let knb = upload(&gpu, "kn", &kn);
             let d = kernels::rope_store(
                 &gpu,
                 &KvBuffers {
@@ -411,9 +411,9 @@ async fn rmsnorm_matches_the_reference() {
         let x = random_f32(dim as u64, (n_tokens * dim) as usize, 3.0);
         let w = random_f32(dim as u64 + 1, dim as usize, 1.0);
         let y0 = random_f32(dim as u64 + 2, (n_tokens * dim) as usize, 1.0);
-        let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
-        let wb = gpu.storage_init("w", bytemuck::cast_slice(&w)).unwrap();
-        let yb = gpu.storage_init("y", bytemuck::cast_slice(&y0)).unwrap();
+        let xb = upload(&gpu, "x", &x);
+        let wb = upload(&gpu, "w", &w);
+        let yb = upload(&gpu, "y", &y0);
         let d = kernels::rmsnorm(
             &gpu,
             &xb,
@@ -483,7 +483,7 @@ async fn glu_matches_the_reference() {
     ] {
         // Wide inputs reach the tails of both activations (and GELU's clamp of its tanh).
         let gu = random_f32(n as u64, (n_tokens * 2 * n) as usize, 12.0);
-        let gub = gpu.storage_init("gu", bytemuck::cast_slice(&gu)).unwrap();
+        let gub = upload(&gpu, "gu", &gu);
         let hb = gpu.storage("h", (n_tokens * n) as u64 * 4).unwrap();
         let d = kernels::glu(&gpu, &gub, &hb, &step, n, act, When::Always).unwrap();
         run_dispatches(

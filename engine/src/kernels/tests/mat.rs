@@ -13,7 +13,9 @@
 //! (lavapipe: subgroups of 8), at rows per workgroup that give a row 256 threads (32 subgroups on
 //! lavapipe), 64 (8), 8 (1) and fewer threads than a subgroup (portable only); see `mat_shapes`.
 
-use super::{assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer};
+use super::{
+    assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer, upload,
+};
 use crate::gpu::Gpu;
 use crate::kernels::{
     self, Activation, GpuWeight, MatOpts, MatvecShape, Rows, StepInfo, WeightChunk, When,
@@ -177,11 +179,9 @@ async fn mat_every_type_and_shape() {
                 let x = random_f32(rows as u64 * 31 + n as u64, n * cols, 1.0);
                 let bias = random_f32(7, rows, 1.0);
                 let y0 = random_f32(11, n * rows, 1.0);
-                let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
-                let bb = gpu
-                    .storage_init("bias", bytemuck::cast_slice(&bias))
-                    .unwrap();
-                let yb = gpu.storage_init("y", bytemuck::cast_slice(&y0)).unwrap();
+                let xb = upload(&gpu, "x", &x);
+                let bb = upload(&gpu, "bias", &bias);
+                let yb = upload(&gpu, "y", &y0);
                 let d = kernels::mat(
                     &gpu,
                     &gw,
@@ -236,8 +236,8 @@ async fn matvec_norm_prologue_and_output_rows() {
     let gw = weight(&gpu, t.ty, &bytes, rows, cols, &[]);
     let x = random_f32(5, cols, 2.0);
     let nw = random_f32(6, cols, 1.5);
-    let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
-    let nb = gpu.storage_init("norm", bytemuck::cast_slice(&nw)).unwrap();
+    let xb = upload(&gpu, "x", &x);
+    let nb = upload(&gpu, "norm", &nw);
     let want = matvec_ref(&w, &rmsnorm_ref(&x, &nw, 1e-5), rows, cols);
     for shape in mat_shapes(&gpu) {
         let yb = gpu.storage("y", rows as u64 * 4).unwrap();
@@ -296,8 +296,8 @@ async fn matvec_glu_every_type() {
             let gw = weight(&gpu, t.ty, &bytes, 2 * n_ff, cols, &[]);
             let x = random_f32(9, cols, 1.0);
             let nw = random_f32(10, cols, 1.0);
-            let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
-            let nb = gpu.storage_init("norm", bytemuck::cast_slice(&nw)).unwrap();
+            let xb = upload(&gpu, "x", &x);
+            let nb = upload(&gpu, "norm", &nw);
             let xn = rmsnorm_ref(&x, &nw, 1e-6);
             let gu = matvec_ref(&w, &xn, 2 * n_ff, cols);
             let want: Vec<f32> = (0..n_ff)
@@ -363,9 +363,7 @@ async fn embed_every_type_and_chunked_table() {
         for splits in [vec![], vec![10]] {
             let gw = weight(&gpu, t.ty, &bytes, rows, cols, &splits);
             let tokens: Vec<u32> = vec![0, 20, 9, 10, 3, 3];
-            let tb = gpu
-                .storage_init("tokens", bytemuck::cast_slice(&tokens))
-                .unwrap();
+            let tb = upload(&gpu, "tokens", &tokens);
             let yb = gpu.storage("y", (tokens.len() * cols) as u64 * 4).unwrap();
             let d = kernels::embed(&gpu, &gw, &tb, &yb, &step, 0.5).unwrap();
             let s = StepInfo {
@@ -433,11 +431,9 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                 let x = random_f32(seed * 7 + n as u64, n * cols, 1.0);
                 let bias = random_f32(seed + 1, rows, 1.0);
                 let y0 = random_f32(seed + 2, n * stride, 1.0);
-                let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
-                let bb = gpu
-                    .storage_init("bias", bytemuck::cast_slice(&bias))
-                    .unwrap();
-                let yb = gpu.storage_init("y", bytemuck::cast_slice(&y0)).unwrap();
+                let xb = upload(&gpu, "x", &x);
+                let bb = upload(&gpu, "bias", &bias);
+                let yb = upload(&gpu, "y", &y0);
                 let d = kernels::mat(
                     &gpu,
                     &gw,
@@ -503,8 +499,8 @@ async fn mat_output_rows_every_type() {
         for n_out in [1usize, 3] {
             let x = random_f32(ti as u64, n_tokens * cols, 1.0);
             let y0 = random_f32(ti as u64 + 1, n_tokens * rows, 1.0);
-            let xb = gpu.storage_init("x", bytemuck::cast_slice(&x)).unwrap();
-            let yb = gpu.storage_init("y", bytemuck::cast_slice(&y0)).unwrap();
+            let xb = upload(&gpu, "x", &x);
+            let yb = upload(&gpu, "y", &y0);
             let d = kernels::mat(
                 &gpu,
                 &gw,
@@ -547,9 +543,7 @@ async fn embed_random_blocks_every_type() {
             let (bytes, w) = random_weight(ty, rows, cols, 2000 + (ti * 10 + ci) as u64);
             let gw = weight(&gpu, ty, &bytes, rows, cols, &[33, 50]);
             let tokens: Vec<u32> = vec![0, 66, 32, 33, 49, 50, 7, 7, 1];
-            let tb = gpu
-                .storage_init("tokens", bytemuck::cast_slice(&tokens))
-                .unwrap();
+            let tb = upload(&gpu, "tokens", &tokens);
             let yb = gpu.storage("y", (tokens.len() * cols) as u64 * 4).unwrap();
             let scale = 1.5;
             let d = kernels::embed(&gpu, &gw, &tb, &yb, &step, scale).unwrap();

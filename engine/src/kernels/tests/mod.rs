@@ -161,6 +161,11 @@ pub fn step_buffer(gpu: &Gpu) -> wgpu::Buffer {
     gpu.uniform("step", &StepUniform::default())
 }
 
+/// A storage buffer holding `v`.
+pub fn upload<T: bytemuck::Pod>(gpu: &Gpu, label: &str, v: &[T]) -> wgpu::Buffer {
+    gpu.storage_init(label, bytemuck::cast_slice(v)).unwrap()
+}
+
 pub async fn read(gpu: &Gpu, b: &wgpu::Buffer, n: usize) -> Vec<f32> {
     gpu.read_f32(b, 0, n).await.unwrap()
 }

@@ -3,7 +3,9 @@
 //! random quantized expert weights (`quant::random`) dequantized on the CPU for the reference.
 //! The decode expert kernels also run in their subgroup and portable variants (`runs`).
 
-use super::{assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer};
+use super::{
+    assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer, upload,
+};
 use crate::gpu::Gpu;
 use crate::kernels::moe::{self, Gating, GpuExperts, MoeBuffers, Routing};
 use crate::kernels::{Activation, MatvecShape, StepInfo};
@@ -88,10 +90,6 @@ pub fn route_ref(logits: &[f32], bias: Option<&[f32]>, r: &Routing) -> Vec<(u32,
     out.iter().map(|&(i, w)| (i, w / d * r.scale)).collect()
 }
 
-fn upload_f32(gpu: &Gpu, v: &[f32]) -> wgpu::Buffer {
-    gpu.storage_init("t", bytemuck::cast_slice(v)).unwrap()
-}
-
 async fn read_route(gpu: &Gpu, b: &wgpu::Buffer, n: usize) -> Vec<(u32, f32)> {
     let w = read(gpu, b, 2 * n).await;
     w.chunks(2).map(|p| (p[0].to_bits(), p[1])).collect()
@@ -146,8 +144,8 @@ async fn moe_router_against_reference() {
                 .iter()
                 .map(|v| v / 4.0)
                 .collect();
-            let lb = upload_f32(&gpu, &logits);
-            let bb = upload_f32(&gpu, &bias);
+            let lb = upload(&gpu, "logits", &logits);
+            let bb = upload(&gpu, "bias", &bias);
             let route = gpu
                 .storage("route", (n_tokens * r.k as usize * 8) as u64)
                 .unwrap();
@@ -298,12 +296,12 @@ async fn run_moe(
     gpu.queue
         .write_buffer(&b.logits, 0, bytemuck::cast_slice(&logits));
     let (xb, xnb, nwb, bb) = (
-        upload_f32(&gpu, &x),
-        upload_f32(&gpu, &xn),
-        upload_f32(&gpu, &norm_w),
-        upload_f32(&gpu, &bias),
+        upload(&gpu, "x", &x),
+        upload(&gpu, "xn", &xn),
+        upload(&gpu, "norm", &norm_w),
+        upload(&gpu, "bias", &bias),
     );
-    let resid = upload_f32(&gpu, &resid0);
+    let resid = upload(&gpu, "resid", &resid0);
     let d = moe::routed(
         &gpu,
         r,

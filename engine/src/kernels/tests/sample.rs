@@ -1,7 +1,7 @@
 //! GPU sampling (argmax; penalty + top-k + top-p + min-p + temperature + draw) against
 //! `sampling::reference_sample` on the same logits, history and random numbers.
 
-use super::{gpu, random_f32, run_dispatches, step_buffer};
+use super::{gpu, random_f32, run_dispatches, step_buffer, upload};
 use crate::gpu::Gpu;
 use crate::kernels::{self, StepInfo};
 use crate::sampling::{reference_sample, SamplerParams};
@@ -26,9 +26,7 @@ async fn gpu_sample(
 ) -> Vec<u32> {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
-    let lb = gpu
-        .storage_init("logits", bytemuck::cast_slice(logits))
-        .unwrap();
+    let lb = upload(&gpu, "logits", logits);
     let tb = gpu.storage("tokens", 16).unwrap();
     let n_vocab = logits.len() as u32;
     if params.is_greedy() {
