@@ -11,16 +11,16 @@
 //       with flags bit 0, plus 1e-20 as transformers does).
 //   Then weights *= scale (expert_weights_scale, the routed scaling factor).
 // Ties: the lowest expert id wins. Chosen experts come out in descending score order.
-// Work split: one workgroup of 256 threads per token; thread i holds experts i, i + 256, ...;
-// each of the k picks is an argmax reduction in workgroup memory.
-// Memory: 2 x MAX_E floats + 256 (value, id) pairs = 10 KiB of workgroup memory.
+// Work split: one workgroup of 256 threads per token; thread i holds experts i, i + 256, ...
+// and ranks them against all the others.
+// Memory: 3 x MAX_E words + 256 floats + MAX_G floats = 13.25 KiB of workgroup memory.
 
 const WG: u32 = 256u;
 const MAX_E: u32 = 1024u;
 const MAX_G: u32 = 64u;
 const MASKED: f32 = -3.0e38;   // a group-masked expert: below every real score
-// Below MASKED: an expert already chosen, and the start of every max. Not -inf: WGSL has no
-// infinities in constant expressions (Chrome's Tint rejects a bitcast one).
+// Below every score: the start of a max. Not -inf: WGSL has no infinities in constant
+// expressions (Chrome's Tint rejects a bitcast one).
 const LOWEST: f32 = -3.4e38;
 
 struct Params {
@@ -41,27 +41,15 @@ struct Params {
 @group(0) @binding(4) var<uniform> step: Step;
 
 var<workgroup> prob: array<f32, MAX_E>;  // weight source: softmax p or sigmoid s
-var<workgroup> sel: array<f32, MAX_E>;   // selection score; MASKED; LOWEST once chosen
+var<workgroup> sel: array<f32, MAX_E>;   // selection score, or MASKED
 var<workgroup> rv: array<f32, WG>;
-var<workgroup> ri: array<u32, WG>;
+var<workgroup> chosen: array<u32, MAX_E>;  // [k] the chosen experts, best first
 var<workgroup> gscore: array<f32, MAX_G>;
 
 
 // Is (v, i) better than (w, j)? Larger score, then lower id.
 fn better(v: f32, i: u32, w: f32, j: u32) -> bool {
     return v > w || (v == w && i < j);
-}
-
-// Reduces (rv, ri) to slot 0 by `better`.
-fn argmax_reduce(lid: u32) {
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s && better(rv[lid + s], ri[lid + s], rv[lid], ri[lid])) {
-            rv[lid] = rv[lid + s];
-            ri[lid] = ri[lid + s];
-        }
-        workgroupBarrier();
-    }
 }
 
 // Sum (or max, with `is_max`) of one value per thread, returned to all threads.
@@ -148,30 +136,33 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         workgroupBarrier();
     }
-    // k argmax picks; thread 0 writes each pick and sums the weights in a register.
-    var wsum = 0.0;
+    // Selection by rank: an expert's rank is the number of experts `better` than it (a strict
+    // order), so the k of rank < k are the chosen ones, best first at slot rank: one pass over the
+    // scores in workgroup memory and one barrier, not k argmax reductions.
     let k = min(p.k, ne);
-    for (var j = 0u; j < k; j++) {
-        var bv = LOWEST;
-        var bi = 0xffffffffu;
-        for (var i = lid; i < ne; i += WG) {
-            if (better(sel[i], i, bv, bi)) {
-                bv = sel[i];
-                bi = i;
+    for (var i = lid; i < ne; i += WG) {
+        let v = sel[i];
+        var rank = 0u;
+        for (var h = 0u; h < ne && rank < k; h++) {
+            if (better(sel[h], h, v, i)) {
+                rank++;
             }
         }
-        rv[lid] = bv;
-        ri[lid] = bi;
-        argmax_reduce(lid);
-        let id = ri[0];
-        if (lid == 0u) {
-            sel[id] = LOWEST;
+        if (rank < k) {
+            chosen[rank] = i;
+        }
+    }
+    workgroupBarrier();
+    // Thread 0 writes the picks in order and sums their weights in a register.
+    var wsum = 0.0;
+    if (lid == 0u) {
+        for (var j = 0u; j < k; j++) {
+            let id = chosen[j];
             let w = prob[id];
             wsum += w;
             route[(t * p.k + j) * 2u] = id;
             route[(t * p.k + j) * 2u + 1u] = bitcast<u32>(w);
         }
-        workgroupBarrier();
     }
     if (lid == 0u) {
         var f = p.scale;

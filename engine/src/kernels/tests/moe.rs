@@ -120,6 +120,7 @@ fn routings() -> Vec<(&'static str, Routing, bool)> {
         ("softmax all selected", soft(8, 8, false), false),
         ("softmax 128 top-8", soft(128, 8, true), false),
         ("softmax 300 top-5", soft(300, 5, false), false),
+        ("softmax 1024 top-16", soft(1024, 16, true), false),
         ("sigmoid bias groups", sig(16, 4, true, 2.5, 4, 2), true),
         ("sigmoid no bias", sig(8, 3, false, 1.0, 1, 1), false),
         ("sigmoid all selected", sig(8, 8, true, 1.0, 2, 2), true),
