@@ -799,7 +799,9 @@ const ATTN_LAYOUT: &[Binding] = &[
     Binding::Uniform,
     Binding::Uniform,
 ];
-const COMBINE_LAYOUT: &[Binding] = &[
+/// (input, output, parameters, step): the layout of the kernels with one input and one output
+/// (attention_combine, moe_sort, moe_combine).
+const IN_OUT_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::ReadWrite,
     Binding::Uniform,
@@ -893,7 +895,7 @@ pub fn attention(
     let combine = gpu.pipeline(&PipelineKey {
         shader: "attention_combine".into(),
         constants: vec![hd, ("MAX_SPLITS", MAX_ATTN_SPLITS)],
-        layout: COMBINE_LAYOUT,
+        layout: IN_OUT_LAYOUT,
     })?;
     let params = AttnParams {
         n_head: heads.n_head,
@@ -948,7 +950,7 @@ pub fn attention(
         Dispatch {
             label: "attention_combine".into(),
             pipelines: vec![combine],
-            bind_group: gpu.bind_group(COMBINE_LAYOUT, &[partial, out, &cbuf, step]),
+            bind_group: gpu.bind_group(IN_OUT_LAYOUT, &[partial, out, &cbuf, step]),
             grid: Box::new(move |s| {
                 (attention_splits(s) > 1).then_some((0, [n_head, s.n_tokens, 1]))
             }),

@@ -14,7 +14,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{grid_2d, key, qtype_suffix, Activation, Dispatch, MatvecShape, When};
+use super::{grid_2d, key, qtype_suffix, Activation, Dispatch, MatvecShape, When, IN_OUT_LAYOUT};
 use crate::gpu::{Binding, Gpu};
 use crate::quant::{repack_for_gpu, GgmlType};
 use crate::{Error, Result};
@@ -217,13 +217,6 @@ pub fn lists_len(n_expert: u32, k: u32, max_tokens: u32) -> u64 {
     n_expert as u64 + 1 + max_tokens as u64 * k as u64
 }
 
-const SORT_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Uniform,
-    Binding::Uniform,
-];
-
 /// The tokens routed to each expert, for the batched expert kernels (batched passes only).
 pub fn sort(
     gpu: &Gpu,
@@ -236,7 +229,7 @@ pub fn sort(
     Dispatch::one(
         gpu,
         "moe_sort",
-        &key("moe_sort".into(), SORT_LAYOUT),
+        &key("moe_sort".into(), IN_OUT_LAYOUT),
         &[route, lists, &pbuf, step],
         When::Batch,
         |_| [1, 1, 1],
@@ -506,13 +499,6 @@ pub fn down_batch(
     Ok(out)
 }
 
-const COMBINE_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Uniform,
-    Binding::Uniform,
-];
-
 /// Batched passes: `x[t, :] += sum_j o[t k + j, :]`.
 pub fn combine(
     gpu: &Gpu,
@@ -526,7 +512,7 @@ pub fn combine(
     Dispatch::one(
         gpu,
         "moe_combine",
-        &key("moe_combine".into(), COMBINE_LAYOUT),
+        &key("moe_combine".into(), IN_OUT_LAYOUT),
         &[o, x, &pbuf, step],
         When::Batch,
         move |s| grid_2d((s.n_tokens * n_embd).div_ceil(256)),
