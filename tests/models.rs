@@ -296,3 +296,49 @@ fn moe_dispatches_per_token() {
         assert_eq!(s.dispatches_per_token(), want, "{file}");
     }
 }
+
+/// Decoding runs one pass ahead of the host (`Session::decode`). Stopping after any number of
+/// tokens, then profiling, decoding on, or feeding a prompt that reuses the cache, gives what one
+/// uninterrupted run gives; the session's position and history leave the pass ahead out; at
+/// the end of the context the last token comes without a pass ahead, and one more is an error.
+#[test]
+fn decoding_ahead_matches_plain_decoding() {
+    let src = MmapSource::open(&repo().join("tests/fixtures/tiny-qwen3moe.gguf")).unwrap();
+    let g = Gguf::parse(&src).unwrap();
+    let model = Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
+    let ctx = 24;
+    let mut s = pollster::block_on(Session::new(model, SessionOptions { ctx, ubatch: 8 })).unwrap();
+    let prompt = [1u32, 17, 5, 42, 9];
+    let mut sm = Sampler::greedy();
+    let mut want = vec![pollster::block_on(s.prefill(&prompt, &mut sm)).unwrap()];
+    while s.pos() < ctx {
+        want.push(pollster::block_on(s.decode(&mut sm)).unwrap());
+    }
+    assert!(pollster::block_on(s.decode(&mut sm)).is_err());
+    for stop in [1, 2, 7] {
+        s.truncate(0);
+        let mut got = vec![pollster::block_on(s.prefill(&prompt, &mut sm)).unwrap()];
+        for _ in 0..stop {
+            got.push(pollster::block_on(s.decode(&mut sm)).unwrap());
+        }
+        let fed: Vec<u32> = prompt.iter().chain(&got[..stop]).copied().collect();
+        assert_eq!(s.pos() as usize, fed.len());
+        assert_eq!(s.history(), &fed[..]);
+        // Profiling (where the adapter has timestamps) undoes the pass ahead, and decoding
+        // goes on from the token the host holds.
+        let _ = pollster::block_on(s.profile(1));
+        for _ in 0..3 {
+            got.push(pollster::block_on(s.decode(&mut sm)).unwrap());
+        }
+        assert_eq!(got, want[..got.len()], "stopped after {stop}");
+        // A new prompt that extends what was generated re-reads only what is new.
+        let n = got.len();
+        let more: Vec<u32> = prompt.iter().chain(&got).copied().collect();
+        let rest = s.reuse_prefix(&more).to_vec();
+        assert_eq!(rest, got[n - 1..]);
+        assert_eq!(
+            pollster::block_on(s.prefill(&rest, &mut sm)).unwrap(),
+            want[n]
+        );
+    }
+}

@@ -398,18 +398,30 @@ impl Gpu {
         });
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
-        self.queue.submit([encoder.finish()]);
-        self.map_staging(&staging, size).await
+        let copied = self.queue.submit([encoder.finish()]);
+        self.map_staging(&staging, size, copied).await
     }
 
-    /// Maps a MAP_READ buffer whose copy has been submitted, and returns its first `size` bytes.
-    pub async fn map_staging(&self, staging: &wgpu::Buffer, size: u64) -> Result<Vec<u8>> {
+    /// Maps a MAP_READ buffer whose copy went out in submission `copied`, and returns its first
+    /// `size` bytes. Natively it waits for that submission only, not for work submitted after it
+    /// (a decode pass run ahead keeps the GPU busy meanwhile).
+    pub async fn map_staging(
+        &self,
+        staging: &wgpu::Buffer,
+        size: u64,
+        copied: wgpu::SubmissionIndex,
+    ) -> Result<Vec<u8>> {
         let (tx, rx) = oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, 0..size, move |r| tx.send(r));
         #[cfg(not(target_arch = "wasm32"))]
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(copied),
+                timeout: None,
+            })
             .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        #[cfg(target_arch = "wasm32")]
+        let _ = copied;
         rx.await
             .map_err(|e| Error::Gpu(format!("mapping a buffer: {e}")))?;
         self.check_lost()?;

@@ -146,13 +146,26 @@ pub struct Session {
     forward: Vec<Dispatch>,
     greedy: Dispatch,
     sample: kernels::SampleKernels,
-    staging: wgpu::Buffer,
-    /// Tokens in the KV cache.
+    /// Two readback buffers for sampled ids, used in turn: a pass run ahead copies its id into
+    /// one while the host reads the other.
+    staging: [wgpu::Buffer; 2],
+    /// The staging buffer the next sampling pass copies into.
+    next_staging: usize,
+    /// Positions in the KV cache, counting a pass run ahead.
     pos: u32,
-    /// The ids at positions 0..pos (for prompt-prefix reuse), and the id sampled last, which the
-    /// next decode step feeds from the GPU.
+    /// The ids at positions 0..pos (for prompt-prefix reuse; the id a pass run ahead fed joins
+    /// when the host reads it), and the id sampled last, which the next decode step feeds from
+    /// the GPU.
     history: Vec<u32>,
     sampled: Option<u32>,
+    /// The readback of a decode pass submitted ahead of its `decode` call (see there).
+    ahead: Option<Readback>,
+}
+
+/// Where and when a sampling pass copies its id for the host.
+struct Readback {
+    staging: usize,
+    submission: wgpu::SubmissionIndex,
 }
 
 impl Session {
@@ -255,11 +268,13 @@ impl Session {
         let forward = record_forward(gpu, &model, &act, &kv, opts.ctx)?;
         let greedy = kernels::argmax(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
         let sample = kernels::sample(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
-        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("token readback"),
-            size: 4,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let staging = [0, 1].map(|_| {
+            gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("token readback"),
+                size: 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         Ok(Session {
             model: model.clone(),
@@ -271,19 +286,22 @@ impl Session {
             greedy,
             sample,
             staging,
+            next_staging: 0,
             pos: 0,
             history: Vec::new(),
             sampled: None,
+            ahead: None,
         })
     }
 
-    /// Tokens in the KV cache.
+    /// Tokens in the KV cache (not counting a decode pass run ahead).
     pub fn pos(&self) -> u32 {
-        self.pos
+        self.pos - self.ahead.is_some() as u32
     }
 
     /// Forgets every position from `pos` on (a new conversation, or rejected draft tokens).
     pub fn truncate(&mut self, pos: u32) {
+        self.discard_ahead();
         self.pos = self.pos.min(pos);
         self.history.truncate(self.pos as usize);
         self.sampled = None;
@@ -291,7 +309,23 @@ impl Session {
 
     /// The token ids in the KV cache, in order.
     pub fn history(&self) -> &[u32] {
-        &self.history
+        &self.history[..self.pos() as usize]
+    }
+
+    /// Undoes a decode pass run ahead: its position leaves the cache's count (the slot is
+    /// overwritten later) and the token it fed leaves the history, and the id it sampled over
+    /// the GPU's input token is replaced by the one the host holds, so a later decode feeds that.
+    fn discard_ahead(&mut self) {
+        if self.ahead.take().is_some() {
+            self.pos -= 1;
+            self.history.pop();
+            if let Some(id) = self.sampled {
+                self.model
+                    .gpu
+                    .queue
+                    .write_buffer(&self.act.tokens, 0, bytemuck::bytes_of(&id));
+            }
+        }
     }
 
     /// Keeps the longest cached prefix of `prompt` (leaving at least one token to feed) and
@@ -340,24 +374,22 @@ impl Session {
     }
 
     /// Records and submits one forward pass over `tokens` (at most `ubatch`; `None`: the token
-    /// sampled last, already on the GPU), keeping logits for the last `n_out`; with a sampler,
-    /// also samples from the last row into the token buffer and copies the id for readback.
+    /// sampled last, already on the GPU, which the caller enters in the history), keeping logits
+    /// for the last `n_out`; with a sampler, also samples from the last row into the token buffer
+    /// and copies the id for readback.
     fn pass(
         &mut self,
         tokens: Option<&[u32]>,
         n_tokens: u32,
         n_out: u32,
         mut sampler: Option<&mut Sampler>,
-    ) {
+    ) -> Option<Readback> {
         let gpu = &self.model.gpu;
-        match tokens {
-            Some(t) => {
-                gpu.queue
-                    .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(t));
-                self.history.extend_from_slice(t);
-                self.sampled = None;
-            }
-            None => self.history.extend(self.sampled),
+        if let Some(t) = tokens {
+            gpu.queue
+                .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(t));
+            self.history.extend_from_slice(t);
+            self.sampled = None;
         }
         let s = StepInfo {
             n_tokens,
@@ -390,16 +422,23 @@ impl Session {
                 None => {}
             }
         }
+        let staging = self.next_staging;
         if sampler.is_some() {
-            encoder.copy_buffer_to_buffer(&self.act.tokens, 0, &self.staging, 0, 4);
+            encoder.copy_buffer_to_buffer(&self.act.tokens, 0, &self.staging[staging], 0, 4);
+            self.next_staging ^= 1;
         }
-        gpu.queue.submit([encoder.finish()]);
+        let submission = gpu.queue.submit([encoder.finish()]);
         self.pos += n_tokens;
+        sampler.map(|_| Readback {
+            staging,
+            submission,
+        })
     }
 
     /// Feeds `tokens` (any number, cut into batches) and returns the logits of the last `n_out`
     /// of them, row by row (`n_out` at most `max_out` and at most the length of the last batch).
     pub async fn eval(&mut self, tokens: &[u32], n_out: u32) -> Result<Vec<f32>> {
+        self.discard_ahead();
         self.check_tokens(tokens)?;
         if tokens.is_empty() || n_out == 0 || n_out > self.max_out {
             return Err(Error::InvalidArgument(format!(
@@ -426,38 +465,72 @@ impl Session {
 
     /// Feeds the prompt and returns the sampled next token.
     pub async fn prefill(&mut self, tokens: &[u32], sampler: &mut Sampler) -> Result<u32> {
+        self.discard_ahead();
         self.check_tokens(tokens)?;
         if tokens.is_empty() {
             return Err(Error::InvalidArgument("the prompt is empty".into()));
         }
         let chunks: Vec<&[u32]> = tokens.chunks(self.opts.ubatch as usize).collect();
         let last = chunks.len() - 1;
+        let mut readback = None;
         for (i, chunk) in chunks.iter().enumerate() {
-            if i == last {
-                self.pass(Some(chunk), chunk.len() as u32, 1, Some(&mut *sampler));
-            } else {
-                self.pass(Some(chunk), chunk.len() as u32, 0, None);
-            }
+            let sampling = (i == last).then_some(&mut *sampler);
+            let n_out = sampling.is_some() as u32;
+            readback = self.pass(Some(chunk), chunk.len() as u32, n_out, sampling);
         }
-        self.read_token().await
+        self.read_token(readback.expect("the last chunk samples"))
+            .await
     }
 
     /// Decodes one token: the input is the token the last pass sampled (still on the GPU).
+    ///
+    /// It also runs ahead: once the pass that samples this token is submitted, the next pass
+    /// (which feeds this token from the GPU) is submitted too, before the host reads the token
+    /// back, so the GPU works through the readback and the recording of the next pass instead
+    /// of waiting for them (a fifth of a decode step on a fast GPU). The next `decode` takes
+    /// that pass's token; anything else that moves the session undoes it (`discard_ahead`).
+    /// Not where the position would pass the context, nor for a sampler whose next token
+    /// depends on this one from the host (`SamplerParams::reads_history`); a discarded pass
+    /// has drawn its random number, which the next token's draw then follows.
     pub async fn decode(&mut self, sampler: &mut Sampler) -> Result<u32> {
-        self.check_tokens(&[0])?;
-        if self.sampled.is_none() {
-            return Err(Error::InvalidArgument(
-                "decode needs a sampled token first".into(),
-            ));
+        let readback = match self.ahead.take() {
+            Some(r) => r,
+            None => {
+                self.check_tokens(&[0])?;
+                let Some(fed) = self.sampled else {
+                    return Err(Error::InvalidArgument(
+                        "decode needs a sampled token first".into(),
+                    ));
+                };
+                self.history.push(fed);
+                self.pass(None, 1, 1, Some(&mut *sampler))
+                    .expect("a sampling pass")
+            }
+        };
+        if self.pos < self.opts.ctx && !sampler.params.reads_history() {
+            self.ahead = self.pass(None, 1, 1, Some(&mut *sampler));
         }
-        self.pass(None, 1, 1, Some(sampler));
-        self.read_token().await
+        let id = match self.read_token(readback).await {
+            Ok(id) => id,
+            Err(e) => {
+                // The pass ahead fed a token the host never learnt: leave it out of the count.
+                if self.ahead.take().is_some() {
+                    self.pos -= 1;
+                }
+                return Err(e);
+            }
+        };
+        if self.ahead.is_some() {
+            self.history.push(id);
+        }
+        Ok(id)
     }
 
     /// Times each dispatch of one pass of `n_tokens` at the current position with GPU timestamps
     /// (one compute pass per dispatch, so the total exceeds a normal pass's time by the pass
     /// overheads). Returns (label, nanoseconds) in dispatch order; the cache is left unchanged.
     pub async fn profile(&mut self, n_tokens: u32) -> Result<Vec<(String, f64)>> {
+        self.discard_ahead();
         let gpu = self.model.gpu.clone();
         if !gpu.features.timestamps {
             return Err(Error::Gpu("this adapter has no timestamp queries".into()));
@@ -504,6 +577,11 @@ impl Session {
         encoder.resolve_query_set(&queries, 0..count, &resolved_dst, 0);
         encoder.copy_buffer_to_buffer(&resolved_dst, 0, &resolved, 0, count as u64 * 8);
         gpu.queue.submit([encoder.finish()]);
+        // Its argmax overwrote the GPU's input token for the next decode step.
+        if let Some(id) = self.sampled {
+            gpu.queue
+                .write_buffer(&self.act.tokens, 0, bytemuck::bytes_of(&id));
+        }
         let ticks: Vec<u64> =
             bytemuck::pod_collect_to_vec(&gpu.read(&resolved, 0, count as u64 * 8).await?);
         let period = gpu.queue.get_timestamp_period() as f64;
@@ -517,8 +595,12 @@ impl Session {
             .collect())
     }
 
-    async fn read_token(&mut self) -> Result<u32> {
-        let bytes = self.model.gpu.map_staging(&self.staging, 4).await?;
+    async fn read_token(&mut self, r: Readback) -> Result<u32> {
+        let bytes = self
+            .model
+            .gpu
+            .map_staging(&self.staging[r.staging], 4, r.submission)
+            .await?;
         let id = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         self.sampled = Some(id);
         Ok(id)

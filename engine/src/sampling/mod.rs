@@ -51,6 +51,12 @@ impl SamplerParams {
         self.temperature <= 0.0
     }
 
+    /// Whether sampling a token reads the tokens before it (the repeat penalty), so the pass
+    /// that samples it cannot be recorded before the host knows the last one.
+    pub fn reads_history(&self) -> bool {
+        !self.is_greedy() && self.repeat_penalty != 1.0 && self.repeat_last_n > 0
+    }
+
     /// The top-k the GPU applies.
     pub fn effective_top_k(&self) -> u32 {
         if self.top_k == 0 {
