@@ -276,10 +276,10 @@ fn moe_dispatches_per_token() {
         // Attention blocks take 3 (QKV, attention with RoPE and the KV store, output; one split
         // at position 0, so no combine). MoE blocks 4 (router matvec, router, gate_up, down), a
         // shared expert 2 more, a dense FFN 2.
-        // embed + 2 x (3 + 4) + output norm + output + argmax
-        ("tests/fixtures/tiny-qwen3moe.gguf", 1 + 2 * 7 + 3),
-        // embed + dense layer (3 + 2) + 2 x (3 + 4 + 2) + output norm + output + argmax
-        ("tests/fixtures/tiny-glm4moe.gguf", 1 + 5 + 2 * 9 + 3),
+        // embed + 2 x (3 + 4) + output norm + output + argmax (2 stages)
+        ("tests/fixtures/tiny-qwen3moe.gguf", 1 + 2 * 7 + 4),
+        // embed + dense layer (3 + 2) + 2 x (3 + 4 + 2) + output norm + output + argmax (2)
+        ("tests/fixtures/tiny-glm4moe.gguf", 1 + 5 + 2 * 9 + 4),
     ] {
         let src = MmapSource::open(&repo().join(file)).unwrap();
         let g = Gguf::parse(&src).unwrap();

@@ -1,25 +1,35 @@
 // tandem:include common/wg_argmax.wgsl
 //
-// tokens[0] = argmax(logits[row, :]), the lowest index on ties: greedy sampling on the GPU, so
-// the next pass reads its input token without a host round trip and only the id is read back.
-// One workgroup of 256 threads: strided scan, then a tree reduction of (value, index) pairs.
+// Greedy sampling, stage 1 of 2: each workgroup's argmax over its slice of logits[row, :].
+// One workgroup reading the whole row cannot pull memory fast enough (215 µs for 151936 logits on
+// an H200), so the row is cut into slices of SLICE logits, one workgroup each, and
+// argmax_combine.wgsl reduces the slices' winners.
+// Workgroup g, 256 threads: thread lid reads g * SLICE + lid + 256 k (coalesced; the index is
+// clamped so every load is unconditional and all of them can be in flight at once), keeps its
+// best, and a tree reduction picks the workgroup's. NaN never wins (comparisons with it are
+// false); a slice with nothing above -3e38 writes id 0xffffffff. The lowest id wins ties.
 
 struct Params {
     n_vocab: u32,
     row: u32,
 }
 
-@group(0) @binding(0) var<storage, read> logits: array<f32>;       // [rows, n_vocab]
-@group(0) @binding(1) var<storage, read_write> tokens: array<u32>; // [>= 1]
+override SLICE: u32 = 1024u;  // logits per workgroup, a multiple of 256 (kernels::ARGMAX_SLICE)
+const NEG: f32 = -3.0e38;
+
+@group(0) @binding(0) var<storage, read> logits: array<f32>;               // [rows, n_vocab]
+@group(0) @binding(1) var<storage, read_write> partial: array<vec2<u32>>;  // [ceil(n_vocab / SLICE)] (f32 bits, id)
 @group(0) @binding(2) var<uniform> p: Params;
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let base = p.row * p.n_vocab;
-    var bv = -3.0e38;
+    let last = max(p.n_vocab, 1u) - 1u;
+    var bv = NEG;
     var bi = 0xffffffffu;
-    for (var i = lid; i < p.n_vocab; i += 256u) {
-        let v = logits[base + i];
+    for (var k = 0u; k < SLICE / 256u; k++) {
+        let i = wg.x * SLICE + lid + 256u * k;
+        let v = select(NEG, logits[base + min(i, last)], i < p.n_vocab);
         if (v > bv) {
             bv = v;
             bi = i;
@@ -27,6 +37,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
     let best = wg_argmax(bv, bi, lid);
     if (lid == 0u) {
-        tokens[0] = select(best.y, 0u, best.y == 0xffffffffu);
+        partial[wg.x] = best;
     }
 }

@@ -1,5 +1,6 @@
-//! Plain CPU references of the attention-side kernels, named like them and written from the math
-//! (in f64 where it accumulates), for the kernel tests. Buffers have the kernels' layouts.
+//! Plain CPU references of the attention-side kernels and greedy sampling, named like them and
+//! written from the math (in f64 where it accumulates), for the kernel tests. Buffers have the
+//! kernels' layouts.
 
 use super::{Activation, Heads, RopeConfig};
 
@@ -187,4 +188,16 @@ fn dims(h: &Heads) -> (usize, usize, usize, usize) {
         h.head_dim as usize,
         h.ctx as usize,
     )
+}
+
+/// argmax.wgsl + argmax_combine.wgsl: the index of the largest value, the lowest on ties. NaN
+/// never wins, and a row with nothing above -3e38 (all -inf or NaN, or empty) gives 0.
+pub(crate) fn argmax(row: &[f32]) -> u32 {
+    let mut best = (-3.0e38f32, 0u32);
+    for (i, &v) in row.iter().enumerate() {
+        if v > best.0 {
+            best = (v, i as u32);
+        }
+    }
+    best.1
 }

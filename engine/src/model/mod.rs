@@ -131,6 +131,7 @@ struct Activations {
     hidden: wgpu::Buffer,       // [ubatch, n_ff]
     out_norm: wgpu::Buffer,     // [max_out, n_embd]
     logits: wgpu::Buffer,       // [max_out, n_vocab]
+    argmax_partial: wgpu::Buffer, // [argmax_partial_len] words: greedy sampling's slice winners
     step: wgpu::Buffer,         // StepUniform
     dummy: wgpu::Buffer,        // bound where a kernel's optional input is absent
     moe: Option<moe::MoeBuffers>, // router logits, routes, token lists, expert activations
@@ -144,7 +145,7 @@ pub struct Session {
     act: Activations,
     _kv: Vec<(wgpu::Buffer, wgpu::Buffer)>,
     forward: Vec<Dispatch>,
-    greedy: Dispatch,
+    greedy: [Dispatch; 2],
     sample: kernels::SampleKernels,
     /// Two readback buffers for sampled ids, used in turn: a pass run ahead copies its id into
     /// one while the host reads the other.
@@ -222,6 +223,7 @@ impl Session {
             hidden: s("hidden", b * n_ff)?,
             out_norm: s("out_norm", max_out as u64 * c.n_embd as u64)?,
             logits: s("logits", max_out as u64 * c.n_vocab as u64)?,
+            argmax_partial: s("argmax_partial", kernels::argmax_partial_len(c.n_vocab))?,
             step: gpu.uniform("step", &StepUniform::default()),
             dummy: s("dummy", 4)?,
             moe: match &c.moe {
@@ -266,7 +268,14 @@ impl Session {
             ));
         }
         let forward = record_forward(gpu, &model, &act, &kv, opts.ctx)?;
-        let greedy = kernels::argmax(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
+        let greedy = kernels::argmax(
+            gpu,
+            &act.logits,
+            &act.tokens,
+            &act.argmax_partial,
+            c.n_vocab,
+            0,
+        )?;
         let sample = kernels::sample(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
         let staging = [0, 1].map(|_| {
             gpu.device.create_buffer(&wgpu::BufferDescriptor {
@@ -351,9 +360,9 @@ impl Session {
         };
         self.forward
             .iter()
+            .chain(&self.greedy)
             .filter(|d| (d.grid)(&s).is_some())
             .count()
-            + 1
     }
 
     fn check_tokens(&self, tokens: &[u32]) -> Result<()> {
@@ -412,7 +421,9 @@ impl Session {
             }
             match &sampler {
                 Some(sm) if sm.params.is_greedy() => {
-                    self.greedy.record(&mut pass, &s);
+                    for d in &self.greedy {
+                        d.record(&mut pass, &s);
+                    }
                 }
                 Some(_) => {
                     for d in &self.sample.dispatches {
@@ -544,7 +555,7 @@ impl Session {
         let active: Vec<&Dispatch> = self
             .forward
             .iter()
-            .chain([&self.greedy])
+            .chain(&self.greedy)
             .filter(|d| (d.grid)(&s).is_some())
             .collect();
         let count = 2 * active.len() as u32;

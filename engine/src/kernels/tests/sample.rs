@@ -3,7 +3,7 @@
 
 use super::{gpu, random_f32, run_dispatches, step_buffer, upload};
 use crate::gpu::Gpu;
-use crate::kernels::{self, StepInfo};
+use crate::kernels::{self, reference, StepInfo};
 use crate::sampling::{reference_sample, SamplerParams};
 
 const STEP: StepInfo = StepInfo {
@@ -17,6 +17,21 @@ async fn read_token(gpu: &Gpu, tokens: &wgpu::Buffer) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// Runs the two argmax dispatches on `logits` (one row); returns tokens[0].
+async fn gpu_argmax(logits: &[f32]) -> u32 {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let lb = upload(&gpu, "logits", logits);
+    // Poisoned, so a stage that skips its write shows.
+    let tb = upload(&gpu, "tokens", &[0xdeadu32; 4]);
+    let n_vocab = logits.len() as u32;
+    let words = kernels::argmax_partial_len(n_vocab) as usize;
+    let pb = upload(&gpu, "argmax partial", &vec![0xffff_ffffu32; words]);
+    let [s1, s2] = kernels::argmax(&gpu, &lb, &tb, &pb, n_vocab, 0).unwrap();
+    run_dispatches(&gpu, &[&s1, &s2], STEP, &step).await;
+    read_token(&gpu, &tb).await
+}
+
 /// Runs the GPU sampler on `logits` for each `u`; returns the ids.
 async fn gpu_sample(
     logits: &[f32],
@@ -24,16 +39,14 @@ async fn gpu_sample(
     params: &SamplerParams,
     us: &[f32],
 ) -> Vec<u32> {
+    if params.is_greedy() {
+        return vec![gpu_argmax(logits).await];
+    }
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let lb = upload(&gpu, "logits", logits);
     let tb = gpu.storage("tokens", 16).unwrap();
     let n_vocab = logits.len() as u32;
-    if params.is_greedy() {
-        let d = kernels::argmax(&gpu, &lb, &tb, n_vocab, 0).unwrap();
-        run_dispatches(&gpu, &[&d], STEP, &step).await;
-        return vec![read_token(&gpu, &tb).await];
-    }
     let k = kernels::sample(&gpu, &lb, &tb, n_vocab, 0).unwrap();
     let mut ids = Vec::with_capacity(us.len());
     for &u in us {
@@ -70,11 +83,82 @@ async fn check(
     );
 }
 
-async fn greedy_is_the_argmax_with_lowest_id_on_ties() {
-    for n in [1usize, 7, 1000, 49152, 262144] {
-        let logits = random_f32(n as u64, n, 10.0);
-        check("argmax", &logits, &[], &SamplerParams::greedy(), &[0.0], 0).await;
+/// The two-stage argmax against `reference::argmax` (and, without NaN, the greedy sampling chain).
+async fn argmax_case(name: &str, logits: &[f32]) {
+    let want = reference::argmax(logits);
+    if !logits.iter().any(|v| v.is_nan()) && logits.iter().any(|&v| v > -3.0e38) {
+        let chain = reference_sample(logits, &[], &SamplerParams::greedy(), 0.0);
+        assert_eq!(want, chain, "argmax {name}: the references disagree");
     }
+    let got = gpu_argmax(logits).await;
+    assert_eq!(
+        got,
+        want,
+        "argmax {name} (vocab {}): gpu {got}, cpu {want}",
+        logits.len()
+    );
+}
+
+async fn greedy_is_the_argmax_with_lowest_id_on_ties() {
+    // Slices are 1024 logits: sizes below one, at one, one past, and 151936 (148 slices and 384).
+    for n in [
+        1usize, 7, 255, 1000, 1024, 1025, 4097, 49152, 151936, 262144,
+    ] {
+        let logits = random_f32(n as u64, n, 10.0);
+        argmax_case(&format!("random {n}"), &logits).await;
+    }
+    let n = 151936;
+    let base = random_f32(3, n, 10.0);
+    let with = |ids: &[usize], v: f32| {
+        let mut l = base.clone();
+        for &i in ids {
+            l[i] = v;
+        }
+        l
+    };
+    // Ties within one thread, across threads of one slice (id 5 is thread 5, id 260 thread 4),
+    // and across slices, the later slice's thread lower: the lowest id wins.
+    argmax_case("tie in a thread", &with(&[300, 44], 20.0)).await;
+    argmax_case("tie across threads", &with(&[260, 5], 20.0)).await;
+    argmax_case(
+        "tie across slices",
+        &with(&[140_000, 3000, 1500, 2048], 20.0),
+    )
+    .await;
+    assert_eq!(gpu_argmax(&with(&[140_000, 3000, 1500], 20.0)).await, 1500);
+    // Over 256 slices stage 2 threads take several: thread 3 takes slices 3 and 259.
+    let mut many = random_f32(4, 300_000, 10.0);
+    for i in [259 * 1024 + 5, 4 * 1024 + 7, 3 * 1024 + 1000] {
+        many[i] = 20.0;
+    }
+    argmax_case("tie across stage-2 iterations", &many).await;
+    many[280 * 1024 + 3] = 30.0;
+    argmax_case("max in a stage-2 thread's second slice", &many).await;
+    // The maximum in the last, partial slice (151936 = 148 x 1024 + 384), at its last id too.
+    argmax_case("max in the last slice", &with(&[151_600], 20.0)).await;
+    argmax_case("max at the last id", &with(&[n - 1], 20.0)).await;
+    argmax_case("max at id 0", &with(&[0], 20.0)).await;
+    argmax_case("max at 1025 of 1025", &{
+        let mut l = random_f32(5, 1025, 10.0);
+        l[1024] = 20.0;
+        l
+    })
+    .await;
+    // All equal: id 0, whatever the value.
+    for v in [0.5f32, -7.0, 0.0] {
+        argmax_case(&format!("all {v}"), &vec![v; n]).await;
+        argmax_case(&format!("all {v}, 3000"), &vec![v; 3000]).await;
+    }
+    // +inf wins; NaN never does; nothing above -3e38 (all -inf or NaN) gives 0.
+    argmax_case("+inf", &with(&[90_000], f32::INFINITY)).await;
+    argmax_case("NaN", &with(&[7, 70_000], f32::NAN)).await;
+    argmax_case("all -inf", &vec![f32::NEG_INFINITY; n]).await;
+    argmax_case("all NaN", &vec![f32::NAN; 5000]).await;
+    argmax_case("empty", &[]).await;
+    let mut neg = vec![f32::NEG_INFINITY; n];
+    neg[100_001] = -1e30;
+    neg[100_002] = -1e30;
+    argmax_case("one finite pair among -inf", &neg).await;
     let mut tied = vec![1.0f32; 300];
     tied[17] = 5.0;
     tied[250] = 5.0;
