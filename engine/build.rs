@@ -6,6 +6,9 @@
 //!   a helper may include others the same way; each file is included once).
 //! - `// tandem:per-qtype`: build one variant per GGML weight type, named `<stem>_<qtype>`, each with
 //!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`).
+//! - `// tandem:const NAME v1 v2 ..`: build one variant per value, named `<stem>_<name>v` (name
+//!   in lower case), each opening with `const NAME: u32 = v;` (for sizes WGSL wants as constant
+//!   expressions, such as those of function-scope arrays, which overrides cannot give).
 //! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
 //!   with subgroups: `enable subgroups;` opens its source (WGSL wants enable directives before any
 //!   declaration; `gpu::shaders::source_for` drops the line for naga, which rejects it), and every
@@ -87,6 +90,7 @@ fn main() {
         let mut includes = Vec::new();
         let mut per_qtype = false;
         let mut subgroups = false;
+        let mut consts: Option<(String, Vec<u32>)> = None;
         for line in text.lines() {
             let Some(d) = line.trim().strip_prefix("// tandem:") else {
                 continue;
@@ -97,30 +101,51 @@ fn main() {
                 per_qtype = true;
             } else if d.trim() == "subgroups" {
                 subgroups = true;
+            } else if let Some(c) = d.strip_prefix("const ") {
+                let mut words = c.split_whitespace();
+                let name = words.next().expect("tandem:const needs a name").to_string();
+                let values = words
+                    .map(|v| v.parse().expect("tandem:const values are u32"))
+                    .collect();
+                consts = Some((name, values));
             } else {
                 panic!("{}: unknown directive {d}", file.display());
             }
         }
-        let variants: Vec<(String, Vec<PathBuf>)> = if per_qtype {
+        assert!(
+            !(per_qtype && consts.is_some()),
+            "{}: per-qtype and const variants do not combine",
+            file.display()
+        );
+        // (name, includes, the const line that opens it)
+        let variants: Vec<(String, Vec<PathBuf>, String)> = if per_qtype {
             QTYPES
                 .iter()
                 .map(|q| {
                     let mut inc = includes.clone();
                     inc.push(wgsl.join(format!("common/quant_{q}.wgsl")));
-                    (format!("{stem}_{q}"), inc)
+                    (format!("{stem}_{q}"), inc, String::new())
+                })
+                .collect()
+        } else if let Some((c, values)) = &consts {
+            values
+                .iter()
+                .map(|v| {
+                    let name = format!("{stem}_{}{v}", c.to_lowercase());
+                    (name, includes.clone(), format!("const {c}: u32 = {v}u;\n"))
                 })
                 .collect()
         } else {
-            vec![(stem.clone(), includes.clone())]
+            vec![(stem.clone(), includes.clone(), String::new())]
         };
-        let variants: Vec<(String, Vec<PathBuf>, bool)> = variants
+        let variants: Vec<(String, Vec<PathBuf>, String, bool)> = variants
             .into_iter()
-            .flat_map(|(name, inc)| {
-                let sg = subgroups.then(|| (format!("{name}_sg"), inc.clone(), true));
-                std::iter::once((name, inc, false)).chain(sg)
+            .flat_map(|(name, inc, c)| {
+                let sg = subgroups.then(|| (format!("{name}_sg"), inc.clone(), c.clone(), true));
+                std::iter::once((name, inc, c, false)).chain(sg)
             })
             .collect();
-        for (name, direct, sg) in variants {
+        for (name, direct, const_line, sg) in variants {
             let mut incs = Vec::new();
             resolve(&wgsl, &direct, sg, &mut incs);
             if sg {
@@ -143,6 +168,9 @@ fn main() {
             let mut parts = String::new();
             if sg {
                 write!(parts, "{ENABLE_SUBGROUPS:?}, ").unwrap();
+            }
+            if !const_line.is_empty() {
+                write!(parts, "{const_line:?}, ").unwrap();
             }
             for inc in &incs {
                 assert!(

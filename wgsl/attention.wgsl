@@ -1,6 +1,7 @@
 // tandem:include common/step.wgsl
 // tandem:include common/rope.wgsl
 // tandem:include common/reduce.wgsl
+// tandem:const CHUNKS 4 8 16
 // tandem:subgroups
 //
 // out[t, h, :] = softmax(cap(q[t, h] . K[kv(h), s] * scale)) . V[kv(h), s] over the positions s
@@ -32,6 +33,10 @@
 // two sums of squares go through row_sum2 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
 // and one barrier).
 // Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 2 KiB.
+// Registers: a thread's q chunks, key chunks and value chunks live in arrays of CHUNKS vec4s, one
+// variant per size (attention_chunks4/8/16, picked by kernels::attention_chunks for the head
+// size): arrays sized for the largest head made every head pay for it (a head of 128 spent 37%
+// longer in this kernel on an H200 with arrays of 16 than with arrays of 8).
 
 struct Params {
     n_head: u32,
@@ -57,9 +62,9 @@ override HD: u32 = 64u;                      // head size: a multiple of 4, at m
 const TK: u32 = 64u;                         // keys per tile
 const LANES: u32 = 4u;                       // threads per key for the scores
 override HD4: u32 = HD / 4u;                 // vec4 chunks per head
-override KC: u32 = (HD4 + LANES - 1u) / LANES;  // chunks per lane of a key (<= 16)
+override KC: u32 = (HD4 + LANES - 1u) / LANES;  // chunks per lane of a key (<= CHUNKS)
 override KG: u32 = 256u / HD4;               // key groups of the output product
-override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product (<= 16)
+override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product (<= CHUNKS)
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;                 // [n_tokens, q_stride / 4]: Q heads, K heads, V heads
 @group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
@@ -174,7 +179,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         }
     }
     let q0 = (t * p.q_stride + h * HD) / 4u;
-    var qv: array<vec4<f32>, 16>;
+    var qv: array<vec4<f32>, CHUNKS>;
     for (var c = 0u; c < KC; c++) {
         let i = lane + c * LANES;
         if (i >= HD4) {
@@ -195,7 +200,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     var acc = vec4<f32>(0.0);
     for (var s0 = begin; s0 < end; s0 += TK) {
         // All of this tile's loads first: one key's chunks and KPT values' chunks per thread.
-        var kk: array<vec4<f32>, 16>;
+        var kk: array<vec4<f32>, CHUNKS>;
         let s = s0 + sk;
         for (var c = 0u; c < KC; c++) {
             let i = lane + c * LANES;
@@ -207,7 +212,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
                 kk[c] = vec4<f32>(0.0);
             }
         }
-        var vv: array<vec4<f32>, 16>;
+        var vv: array<vec4<f32>, CHUNKS>;
         for (var j = 0u; j < KPT; j++) {
             let kj = og + j * KG;
             if (og < KG && kj < TK && has_new && s0 + kj == qpos) {

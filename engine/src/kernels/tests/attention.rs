@@ -16,6 +16,7 @@ const HEAD_SHAPES: &[(u32, u32, u32)] = &[
     (8, 8, 128),
     (6, 2, 96),
     (2, 1, 80),
+    (2, 2, 32),
 ];
 
 /// (pos, n_tokens, window, softcap): decode at 0, 37, 300 and at the end of a 512 cache; a
