@@ -153,18 +153,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
     }
     workgroupBarrier();
-    // Thread 0 writes the picks in order and sums their weights in a register.
-    var wsum = 0.0;
+    // Thread 0 sums the picks' weights, then writes them in order with the final factor: from
+    // workgroup memory and registers only (reading `route` back would be a trip to memory each).
     if (lid == 0u) {
+        var wsum = 0.0;
         for (var j = 0u; j < k; j++) {
-            let id = chosen[j];
-            let w = prob[id];
-            wsum += w;
-            route[(t * p.k + j) * 2u] = id;
-            route[(t * p.k + j) * 2u + 1u] = bitcast<u32>(w);
+            wsum += prob[chosen[j]];
         }
-    }
-    if (lid == 0u) {
         var f = p.scale;
         if ((p.flags & 1u) != 0u) {
             var d = wsum;
@@ -174,8 +169,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             f = f / d;
         }
         for (var j = 0u; j < k; j++) {
-            let o = (t * p.k + j) * 2u + 1u;
-            route[o] = bitcast<u32>(bitcast<f32>(route[o]) * f);
+            let id = chosen[j];
+            route[(t * p.k + j) * 2u] = id;
+            route[(t * p.k + j) * 2u + 1u] = bitcast<u32>(prob[id] * f);
         }
     }
 }

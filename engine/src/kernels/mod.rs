@@ -268,8 +268,8 @@ pub struct MatOpts<'a> {
     /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
     pub norm: Option<(&'a wgpu::Buffer, f32)>,
     pub when: When,
-    /// How the matvec splits its workgroup; `None` for the adapter's choice,
-    /// [`MatvecShape::for_adapter`].
+    /// How the matvec splits its workgroup; `None` for the adapter's choice for the matrix,
+    /// [`MatvecShape::for_matrix`].
     pub matvec: Option<MatvecShape>,
 }
 
@@ -290,6 +290,10 @@ impl Default for MatOpts<'_> {
 /// Threads per matvec workgroup (`WG` in matvec.wgsl, matvec_glu.wgsl, moe_gate_up.wgsl and
 /// moe_down.wgsl).
 const MATVEC_WG: u32 = 256;
+
+/// Workgroups a decode matvec should have at least (about two per SM of a large GPU), where its
+/// rows allow ([`MatvecShape::for_matrix`]).
+const MATVEC_MIN_WORKGROUPS: u32 = 256;
 
 /// Rows per matvec workgroup (`ROWS` in matvec.wgsl and matvec_glu.wgsl) for this adapter. On a
 /// GPU, 4: the 64 threads of a row read it coalesced and reduce their sums. On a CPU adapter
@@ -341,6 +345,20 @@ impl MatvecShape {
             rows: matvec_rows(gpu),
             subgroups: true,
         }
+    }
+
+    /// The adapter's choice for a matrix of `n_rows` rows: as [`MatvecShape::for_adapter`], but
+    /// on a GPU with fewer rows per workgroup where the matrix would otherwise make fewer than
+    /// [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32 workgroups of 4 rows leave
+    /// most of a large GPU idle).
+    pub fn for_matrix(gpu: &Gpu, n_rows: u32) -> MatvecShape {
+        let mut shape = MatvecShape::for_adapter(gpu);
+        if gpu.info.device_type != wgpu::DeviceType::Cpu {
+            while shape.rows > 1 && n_rows / shape.rows < MATVEC_MIN_WORKGROUPS {
+                shape.rows /= 2;
+            }
+        }
+        shape
     }
 
     /// The variant name (`<base>` or `<base>_sg`) and pipeline key of kernel `base` in this
@@ -396,7 +414,9 @@ pub fn mat(
     let mut out = Vec::new();
     for chunk in &w.chunks {
         let q = qtype_suffix(chunk.ty)?;
-        let shape = opts.matvec.unwrap_or_else(|| MatvecShape::for_adapter(gpu));
+        let shape = opts
+            .matvec
+            .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows));
         let matvec_rows = shape.rows;
         let matvec = gpu.pipeline(&shape.key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
@@ -478,7 +498,7 @@ pub fn matvec_glu(
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
 ) -> Result<Option<Dispatch>> {
-    let shape = MatvecShape::for_adapter(gpu);
+    let shape = MatvecShape::for_matrix(gpu, gate_up.n_rows / 2);
     matvec_glu_with(gpu, gate_up, x, h, dummy, norm, act, shape)
 }
 
