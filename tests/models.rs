@@ -67,6 +67,8 @@ fn check_golden(file: &str, tol: Tolerance) {
         },
     ))
     .unwrap();
+    // Decode runs ahead as on a GPU (a CPU adapter turns it off by default).
+    s.run_ahead = true;
     for case in golden["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
         let prompt = ids(&case["prompt_tokens"]);
@@ -298,8 +300,8 @@ fn moe_dispatches_per_token() {
 }
 
 /// Decoding runs one pass ahead of the host (`Session::decode`). Stopping after any number of
-/// tokens, then profiling, decoding on, or feeding a prompt that reuses the cache, gives what one
-/// uninterrupted run gives; the session's position and history leave the pass ahead out; at
+/// tokens, then profiling, decoding on (`decode_last`, then `decode`), or feeding a prompt that
+/// reuses the cache, gives what one uninterrupted run gives; the session's position and history leave the pass ahead out; at
 /// the end of the context the last token comes without a pass ahead, and one more is an error.
 #[test]
 fn decoding_ahead_matches_plain_decoding() {
@@ -308,6 +310,7 @@ fn decoding_ahead_matches_plain_decoding() {
     let model = Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
     let ctx = 24;
     let mut s = pollster::block_on(Session::new(model, SessionOptions { ctx, ubatch: 8 })).unwrap();
+    s.run_ahead = true;
     let prompt = [1u32, 17, 5, 42, 9];
     let mut sm = Sampler::greedy();
     let mut want = vec![pollster::block_on(s.prefill(&prompt, &mut sm)).unwrap()];
@@ -327,6 +330,7 @@ fn decoding_ahead_matches_plain_decoding() {
         // Profiling (where the adapter has timestamps) undoes the pass ahead, and decoding
         // goes on from the token the host holds.
         let _ = pollster::block_on(s.profile(1));
+        got.push(pollster::block_on(s.decode_last(&mut sm)).unwrap());
         for _ in 0..3 {
             got.push(pollster::block_on(s.decode(&mut sm)).unwrap());
         }

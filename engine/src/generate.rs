@@ -120,7 +120,11 @@ pub async fn generate_until(
             out.stop = StopReason::ContextFull;
             break;
         }
-        id = session.decode(&mut sampler).await?;
+        id = if out.tokens.len() + 1 >= opts.max_tokens {
+            session.decode_last(&mut sampler).await?
+        } else {
+            session.decode(&mut sampler).await?
+        };
     }
     let rest = stream.finish();
     if !rest.is_empty() && out.stop != StopReason::Stopped {

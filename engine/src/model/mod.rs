@@ -161,6 +161,10 @@ pub struct Session {
     sampled: Option<u32>,
     /// The readback of a decode pass submitted ahead of its `decode` call (see there).
     ahead: Option<Readback>,
+    /// Whether `decode` runs one pass ahead. On by default, except on a CPU adapter (lavapipe,
+    /// SwiftShader): there a pass takes seconds, so the host's share that running ahead hides is
+    /// noise, while the pass undone at the end of every reply costs a whole step.
+    pub run_ahead: bool,
 }
 
 /// Where and when a sampling pass copies its id for the host.
@@ -300,6 +304,7 @@ impl Session {
             history: Vec::new(),
             sampled: None,
             ahead: None,
+            run_ahead: gpu.info.device_type != wgpu::DeviceType::Cpu,
         })
     }
 
@@ -501,9 +506,19 @@ impl Session {
     /// of waiting for them (a fifth of a decode step on a fast GPU). The next `decode` takes
     /// that pass's token; anything else that moves the session undoes it (`discard_ahead`).
     /// Not where the position would pass the context, nor for a sampler whose next token
-    /// depends on this one from the host (`SamplerParams::reads_history`); a discarded pass
-    /// has drawn its random number, which the next token's draw then follows.
+    /// depends on this one from the host (`SamplerParams::reads_history`), nor without
+    /// `run_ahead`; a discarded pass has drawn its random number, which the next token's draw
+    /// then follows.
     pub async fn decode(&mut self, sampler: &mut Sampler) -> Result<u32> {
+        self.decode_step(sampler, true).await
+    }
+
+    /// [`Session::decode`] for the last token the caller wants: no pass runs ahead.
+    pub async fn decode_last(&mut self, sampler: &mut Sampler) -> Result<u32> {
+        self.decode_step(sampler, false).await
+    }
+
+    async fn decode_step(&mut self, sampler: &mut Sampler, more: bool) -> Result<u32> {
         let readback = match self.ahead.take() {
             Some(r) => r,
             None => {
@@ -518,7 +533,7 @@ impl Session {
                     .expect("a sampling pass")
             }
         };
-        if self.pos < self.opts.ctx && !sampler.params.reads_history() {
+        if more && self.run_ahead && self.pos < self.opts.ctx && !sampler.params.reads_history() {
             self.ahead = self.pass(None, 1, 1, Some(&mut *sampler));
         }
         let id = match self.read_token(readback).await {
