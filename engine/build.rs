@@ -5,7 +5,9 @@
 //! - `// tandem:include common/x.wgsl`: prepend a helper file (include-only helpers live in common/;
 //!   a helper may include others the same way; each file is included once).
 //! - `// tandem:per-qtype`: build one variant per GGML weight type, named `<stem>_<qtype>`, each with
-//!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`).
+//!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`), and every
+//!   helper it includes, directly or nested, that has a twin `common/x_<qtype>.wgsl` beside
+//!   `common/x.wgsl` replaced by the twin (same functions, written for that type's blocks).
 //! - `// tandem:const NAME v1 v2 ..`: build one variant per value, named `<stem>_<name>v` (name
 //!   in lower case), each opening with `const NAME: u32 = v;` (for sizes WGSL wants as constant
 //!   expressions, such as those of function-scope arrays, which overrides cannot give).
@@ -49,19 +51,31 @@ fn includes_of(wgsl: &Path, file: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `files` with every nested include placed before its includer, each once; with `sg`, helpers
-/// that have a subgroup twin are replaced by it (and the twin's own includes followed).
-fn resolve(wgsl: &Path, files: &[PathBuf], sg: bool, out: &mut Vec<PathBuf>) {
+/// The twin `common/x_<qtype>.wgsl` of a helper `common/x.wgsl` for weight type `qtype`, if
+/// there is one.
+fn qtype_twin(file: &Path, qtype: &str) -> Option<PathBuf> {
+    let stem = file.file_stem()?.to_str()?;
+    let twin = file.with_file_name(format!("{stem}_{qtype}.wgsl"));
+    twin.exists().then_some(twin)
+}
+
+/// `files` with every nested include placed before its includer, each once; helpers that have a
+/// twin for `qtype` are replaced by it, then with `sg` those that have a subgroup twin (and the
+/// twin's own includes followed).
+fn resolve(wgsl: &Path, files: &[PathBuf], qtype: Option<&str>, sg: bool, out: &mut Vec<PathBuf>) {
     for f in files {
         assert!(f.exists(), "missing include {}", f.display());
-        let f = match sg_twin(f) {
+        let f = qtype
+            .and_then(|q| qtype_twin(f, q))
+            .unwrap_or_else(|| f.clone());
+        let f = match sg_twin(&f) {
             Some(twin) if sg => twin,
-            _ => f.clone(),
+            _ => f,
         };
         if out.contains(&f) {
             continue;
         }
-        resolve(wgsl, &includes_of(wgsl, &f), sg, out);
+        resolve(wgsl, &includes_of(wgsl, &f), qtype, sg, out);
         out.push(f);
     }
 }
@@ -117,14 +131,15 @@ fn main() {
             "{}: per-qtype and const variants do not combine",
             file.display()
         );
-        // (name, includes, the const line that opens it)
-        let variants: Vec<(String, Vec<PathBuf>, String)> = if per_qtype {
+        // (name, includes, weight type, the const line that opens it)
+        type Variant = (String, Vec<PathBuf>, Option<&'static str>, String);
+        let variants: Vec<Variant> = if per_qtype {
             QTYPES
                 .iter()
                 .map(|q| {
                     let mut inc = includes.clone();
                     inc.push(wgsl.join(format!("common/quant_{q}.wgsl")));
-                    (format!("{stem}_{q}"), inc, String::new())
+                    (format!("{stem}_{q}"), inc, Some(*q), String::new())
                 })
                 .collect()
         } else if let Some((c, values)) = &consts {
@@ -132,22 +147,24 @@ fn main() {
                 .iter()
                 .map(|v| {
                     let name = format!("{stem}_{}{v}", c.to_lowercase());
-                    (name, includes.clone(), format!("const {c}: u32 = {v}u;\n"))
+                    let line = format!("const {c}: u32 = {v}u;\n");
+                    (name, includes.clone(), None, line)
                 })
                 .collect()
         } else {
-            vec![(stem.clone(), includes.clone(), String::new())]
+            vec![(stem.clone(), includes.clone(), None, String::new())]
         };
-        let variants: Vec<(String, Vec<PathBuf>, String, bool)> = variants
+        let variants: Vec<(Variant, bool)> = variants
             .into_iter()
-            .flat_map(|(name, inc, c)| {
-                let sg = subgroups.then(|| (format!("{name}_sg"), inc.clone(), c.clone(), true));
-                std::iter::once((name, inc, c, false)).chain(sg)
+            .flat_map(|v| {
+                let sg = subgroups
+                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2, v.3.clone()), true));
+                std::iter::once((v, false)).chain(sg)
             })
             .collect();
-        for (name, direct, const_line, sg) in variants {
+        for ((name, direct, qtype, const_line), sg) in variants {
             let mut incs = Vec::new();
-            resolve(&wgsl, &direct, sg, &mut incs);
+            resolve(&wgsl, &direct, qtype, sg, &mut incs);
             if sg {
                 assert!(
                     incs.iter()

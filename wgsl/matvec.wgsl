@@ -11,7 +11,8 @@
 // (flags bit 2), x' = RMSNorm(x) * norm_w, computed by every workgroup from x (a few KB from
 // cache), which saves the separate norm dispatch; otherwise x' = x.
 // Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
-// 8-element units (unit_dot) and reduce their partial sums with row_sum (common/reduce.wgsl: a
+// units (unit_dot, common/unit_dot.wgsl or the type's twin) and reduce their partial sums with
+// row_sum (common/reduce.wgsl: a
 // tree in workgroup memory; in the `_sg` variants, subgroupAdd and one step across subgroups).
 // Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
 
@@ -36,19 +37,15 @@ struct Params {
 @group(0) @binding(5) var<uniform> step: Step;
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
 
-// The scale that RMSNorm applies to x (1 without the prologue); all threads call it.
-fn norm_scale(inv: Invocation) -> f32 {
-    if ((p.flags & 4u) == 0u) {
-        return 1.0;
-    }
-    return rms_scale(inv, p.n_cols, p.eps);
-}
+// The scale that RMSNorm applies to x with the prologue, set by every thread before its dots.
+var<private> x_scale: f32;
 
-fn x_at(i: u32, scale: f32) -> vec4<f32> {
+// x' (common/unit_dot.wgsl).
+fn xv(i: u32) -> vec4<f32> {
     if ((p.flags & 4u) == 0u) {
         return x[i];
     }
-    return x[i] * scale * norm_w[i];
+    return x[i] * x_scale * norm_w[i];
 }
 
 @compute @workgroup_size(WG)
@@ -58,13 +55,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
-    let scale = norm_scale(inv);
+    if ((p.flags & 4u) != 0u) {
+        x_scale = rms_scale(inv, p.n_cols, p.eps);
+    }
     var acc = 0.0;
     if (row < p.n_rows) {
-        let units = p.n_cols / 8u;
-        let blocks_per_row = p.n_cols / QK;
-        for (var u = lane; u < units; u += threads) {
-            acc += unit_dot(row * blocks_per_row, u, x_at(u * 2u, scale), x_at(u * 2u + 1u, scale));
+        let rb = row * (p.n_cols / QK);
+        for (var u = lane; u < p.n_cols / UNIT; u += threads) {
+            acc += unit_dot(rb, u, 0u);
         }
     }
     let sum = row_sum(acc, inv, threads);

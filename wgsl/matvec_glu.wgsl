@@ -3,7 +3,7 @@
 // tandem:include common/rms_scale.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/act.wgsl
-// tandem:include common/glu_dots.wgsl
+// tandem:include common/unit_dot.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -12,8 +12,8 @@
 // the stacked weight [G; U] (rows r and n_rows + r). x' is x, or RMSNorm(x) * norm_w with the
 // norm prologue (flags bit 2), as in matvec.wgsl.
 // Work split: each workgroup takes ROWS output rows; the WG / ROWS threads of a row stride over
-// its 8-element units accumulating both dot products (glu_dots, common/glu_dots.wgsl), then
-// reduce them with row_sum2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
+// its units accumulating both dot products (unit_dot2: common/unit_dot.wgsl or the type's twin),
+// then reduce them with row_sum2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
@@ -32,6 +32,17 @@ struct Params {
 @group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(4) var<uniform> p: Params;
 
+// The scale that RMSNorm applies to x with the prologue, set by every thread before its dots.
+var<private> x_scale: f32;
+
+// x' (common/unit_dot.wgsl).
+fn xv(i: u32) -> vec4<f32> {
+    if ((p.flags & 4u) == 0u) {
+        return x[i];
+    }
+    return x[i] * x_scale * norm_w[i];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -40,15 +51,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let lane = inv.lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
     // The norm prologue's scale, reduced over the whole workgroup.
-    var scale = 1.0;
-    let norm = (p.flags & 4u) != 0u;
-    if (norm) {
-        scale = rms_scale(inv, p.n_cols, p.eps);
+    if ((p.flags & 4u) != 0u) {
+        x_scale = rms_scale(inv, p.n_cols, p.eps);
     }
     var gu = vec2<f32>(0.0);
     if (row < p.n_rows) {
-        let bpr = p.n_cols / QK;
-        gu = glu_dots(row * bpr, p.n_rows * bpr, p.n_cols, lane, threads, norm, scale);
+        let gb = row * (p.n_cols / QK);
+        let ub = gb + p.n_rows * (p.n_cols / QK);
+        for (var u = lane; u < p.n_cols / UNIT; u += threads) {
+            gu += unit_dot2(gb, ub, u, 0u);
+        }
     }
     gu = row_sum2(gu, inv, threads);
     if (lane == 0u && row < p.n_rows) {

@@ -12,7 +12,8 @@
 // Weight layout: ffn_down_exps as stored, [n_expert, n_embd, n_ff]: expert e - e0 starts at row
 // n_rows * (e - e0) of the chunk.
 // Work split: a workgroup per ROWS output rows (2-D grid); the WG / ROWS threads of a row stride
-// over the 8-element units of each route's row, accumulating weight_j * partial dots; one
+// over the units (common/unit_dot.wgsl or the type's twin) of each route's row, accumulating
+// weight_j * partial dots; one
 // reduction per row (row_sum: common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
@@ -35,6 +36,11 @@ struct Params {
 @group(0) @binding(3) var<storage, read> route: array<u32>;          // [k, 2]: (id, bitcast weight)
 @group(0) @binding(4) var<uniform> p: Params;
 
+// The rows' input, h (common/unit_dot.wgsl).
+fn xv(i: u32) -> vec4<f32> {
+    return h[i];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -45,7 +51,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     var acc = 0.0;
     var hit = false;
     if (row < p.n_rows) {
-        let units = p.n_cols / 8u;
         let bpr = p.n_cols / QK;
         let h4 = p.n_cols / 4u;
         for (var j = 0u; j < p.k; j++) {
@@ -57,8 +62,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             let wt = bitcast<f32>(route[j * 2u + 1u]);
             let rb = ((e - p.e0) * p.n_rows + row) * bpr;
             var d = 0.0;
-            for (var u = lane; u < units; u += threads) {
-                d += unit_dot(rb, u, h[j * h4 + u * 2u], h[j * h4 + u * 2u + 1u]);
+            for (var u = lane; u < p.n_cols / UNIT; u += threads) {
+                d += unit_dot(rb, u, j * h4);
             }
             acc += wt * d;
         }

@@ -2,7 +2,7 @@
 // tandem:include common/rms_scale.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/act.wgsl
-// tandem:include common/glu_dots.wgsl
+// tandem:include common/unit_dot.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -15,9 +15,9 @@
 // per expert its n_ff gate rows then its n_ff up rows, so expert e - e0 starts at row
 // 2 * n_ff * (e - e0) of the chunk.
 // Work split: a workgroup per (ROWS rows, route j): grid [n_ff / ROWS, k]; the WG / ROWS threads
-// of a row stride over its 8-element units accumulating both dot products (glu_dots,
-// common/glu_dots.wgsl), then reduce them with row_sum2 (common/reduce.wgsl, or its subgroup
-// twin in the `_sg` variants).
+// of a row stride over its units accumulating both dot products (unit_dot2: common/unit_dot.wgsl
+// or the type's twin), then reduce them with row_sum2 (common/reduce.wgsl, or its subgroup twin
+// in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
@@ -40,6 +40,17 @@ struct Params {
 @group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(5) var<uniform> p: Params;
 
+// The scale that RMSNorm applies to x with the prologue, set by every thread before its dots.
+var<private> x_scale: f32;
+
+// x' (common/unit_dot.wgsl).
+fn xv(i: u32) -> vec4<f32> {
+    if ((p.flags & 4u) == 0u) {
+        return x[i];
+    }
+    return x[i] * x_scale * norm_w[i];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let threads = WG / ROWS;
@@ -49,16 +60,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let j = wg.y;
     let e = route[j * 2u];
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
-    var scale = 1.0;
-    let norm = (p.flags & 4u) != 0u;
-    if (norm) {
-        scale = rms_scale(inv, p.n_cols, p.eps);
+    if ((p.flags & 4u) != 0u) {
+        x_scale = rms_scale(inv, p.n_cols, p.eps);
     }
     var gu = vec2<f32>(0.0);
     if (mine && row < p.n_ff) {
         let bpr = p.n_cols / QK;
-        let gate_row = (e - p.e0) * 2u * p.n_ff + row;
-        gu = glu_dots(gate_row * bpr, p.n_ff * bpr, p.n_cols, lane, threads, norm, scale);
+        let gb = ((e - p.e0) * 2u * p.n_ff + row) * bpr;
+        for (var u = lane; u < p.n_cols / UNIT; u += threads) {
+            gu += unit_dot2(gb, gb + p.n_ff * bpr, u, 0u);
+        }
     }
     gu = row_sum2(gu, inv, threads);
     if (lane == 0u && mine && row < p.n_ff) {

@@ -20,11 +20,14 @@ struct Args {
     /// Generator threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Layers instead of the preset's (the same shapes, smaller: for quick runs on slow adapters).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    layers: Option<u32>,
 }
 
 fn main() {
     let a = Args::parse();
-    let Some(shape) = tandem_gen::preset(&a.preset) else {
+    let Some(mut shape) = tandem_gen::preset(&a.preset) else {
         eprintln!(
             "unknown preset {:?}; presets: {}",
             a.preset,
@@ -32,6 +35,9 @@ fn main() {
         );
         std::process::exit(2);
     };
+    if let Some(n) = a.layers {
+        shape.n_layer = n;
+    }
     let spec = tandem_gen::model_spec(&shape);
     let threads = a
         .threads

@@ -308,6 +308,28 @@ pub fn matvec_rows(gpu: &Gpu) -> u32 {
     }
 }
 
+/// Weights per unit of the decode dot products for weight type `ty` (`UNIT` in
+/// common/unit_dot.wgsl and its twins): 32 for Q4_K and Q6_K, whose units read each quant word
+/// once (common/unit_dot_q4_k.wgsl, unit_dot_q6_k.wgsl), 8 for the others.
+pub fn decode_unit(ty: GgmlType) -> u32 {
+    match ty {
+        GgmlType::Q4K | GgmlType::Q6K => 32,
+        _ => 8,
+    }
+}
+
+/// [`MatvecShape::for_matrix`]'s rows per workgroup on a GPU, from `rows`, for `n_rows` rows of
+/// `units` units.
+pub(crate) fn gpu_matvec_rows(mut rows: u32, n_rows: u32, units: u32) -> u32 {
+    while rows < MATVEC_WG && MATVEC_WG / rows > units {
+        rows *= 2;
+    }
+    while rows > 1 && n_rows / rows < MATVEC_MIN_WORKGROUPS {
+        rows /= 2;
+    }
+    rows
+}
+
 /// Whether the subgroup (`_sg`) variant of a kernel whose rows are each summed by `threads`
 /// invocations (common/reduce_sg.wgsl) is correct on this adapter: it has subgroups, and
 /// `threads` is a whole number of subgroups of every size the adapter may run (a multiple of its
@@ -347,16 +369,16 @@ impl MatvecShape {
         }
     }
 
-    /// The adapter's choice for a matrix of `n_rows` rows: as [`MatvecShape::for_adapter`], but
-    /// on a GPU with fewer rows per workgroup where the matrix would otherwise make fewer than
-    /// [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32 workgroups of 4 rows leave
-    /// most of a large GPU idle).
-    pub fn for_matrix(gpu: &Gpu, n_rows: u32) -> MatvecShape {
+    /// The adapter's choice for `n_rows` rows (workgroups' worth: for the experts, rows times
+    /// routes) of `n_cols` weights of type `ty`: as [`MatvecShape::for_adapter`], but on a GPU
+    /// first with more rows per workgroup where a row has fewer units ([`decode_unit`]) than
+    /// threads (Q4_K's 768-wide expert down rows have 24), then with fewer where the matrix would
+    /// make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
+    /// workgroups of 4 rows leave most of a large GPU idle).
+    pub fn for_matrix(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         let mut shape = MatvecShape::for_adapter(gpu);
         if gpu.info.device_type != wgpu::DeviceType::Cpu {
-            while shape.rows > 1 && n_rows / shape.rows < MATVEC_MIN_WORKGROUPS {
-                shape.rows /= 2;
-            }
+            shape.rows = gpu_matvec_rows(shape.rows, n_rows, n_cols / decode_unit(ty));
         }
         shape
     }
@@ -416,7 +438,7 @@ pub fn mat(
         let q = qtype_suffix(chunk.ty)?;
         let shape = opts
             .matvec
-            .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows));
+            .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows, w.n_cols, chunk.ty));
         let matvec_rows = shape.rows;
         let matvec = gpu.pipeline(&shape.key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
@@ -498,11 +520,11 @@ pub fn matvec_glu(
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
 ) -> Result<Option<Dispatch>> {
-    let shape = MatvecShape::for_matrix(gpu, gate_up.n_rows / 2);
-    matvec_glu_with(gpu, gate_up, x, h, dummy, norm, act, shape)
+    matvec_glu_with(gpu, gate_up, x, h, dummy, norm, act, None)
 }
 
-/// [`matvec_glu`] in the given shape instead of the adapter's choice.
+/// [`matvec_glu`] in the given shape, or (`None`) the adapter's choice for the matrix
+/// ([`MatvecShape::for_matrix`]).
 #[allow(clippy::too_many_arguments)]
 pub fn matvec_glu_with(
     gpu: &Gpu,
@@ -512,16 +534,18 @@ pub fn matvec_glu_with(
     dummy: &wgpu::Buffer,
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
-    shape: MatvecShape,
+    shape: Option<MatvecShape>,
 ) -> Result<Option<Dispatch>> {
     check_cols(gate_up)?;
     let [chunk] = gate_up.chunks.as_slice() else {
         return Ok(None);
     };
+    let n_rows = gate_up.n_rows / 2;
+    let shape =
+        shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_rows, gate_up.n_cols, chunk.ty));
     let q = qtype_suffix(chunk.ty)?;
     let pipeline_key = shape.key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?;
     let rows = shape.rows;
-    let n_rows = gate_up.n_rows / 2;
     let params = MatvecGluParams {
         n_rows,
         n_cols: gate_up.n_cols,

@@ -273,8 +273,8 @@ struct GateUpParams {
 
 /// Decode: `h[j, :] = act(G_e x') * (U_e x')` for the token's k routes, over the stacked
 /// gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) * norm weights when `norm` is given.
-/// `shape`: rows per workgroup and variant, as for the matvec ([`MatvecShape::for_adapter`]).
-/// One dispatch per chunk.
+/// `shape`: rows per workgroup and variant as for the matvec, or (`None`) the adapter's choice for
+/// the experts' rows ([`MatvecShape::for_matrix`]). One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
 pub fn gate_up(
     gpu: &Gpu,
@@ -286,13 +286,15 @@ pub fn gate_up(
     norm: Option<(&wgpu::Buffer, f32)>,
     r: &Routing,
     act: Activation,
-    shape: MatvecShape,
+    shape: Option<MatvecShape>,
 ) -> Result<Vec<Dispatch>> {
     let n_ff = ex.rows / 2;
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
+        let shape =
+            shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_ff * r.k, ex.n_cols, c.ty));
         let rows = shape.rows;
         let pipeline_key = shape.key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?;
         let params = GateUpParams {
@@ -338,7 +340,7 @@ struct DownParams {
     _pad: [u32; 3],
 }
 
-/// Decode: `x += sum_j weight_j * D_{e_j} h[j, :]`, in `shape` as for the matvec. One dispatch
+/// Decode: `x += sum_j weight_j * D_{e_j} h[j, :]`, in `shape` as for [`gate_up`]. One dispatch
 /// per chunk.
 pub fn down(
     gpu: &Gpu,
@@ -347,12 +349,13 @@ pub fn down(
     x: &wgpu::Buffer,
     route: &wgpu::Buffer,
     r: &Routing,
-    shape: MatvecShape,
+    shape: Option<MatvecShape>,
 ) -> Result<Vec<Dispatch>> {
     check_experts(ex, r, ex.rows, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
+        let shape = shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, ex.rows, ex.n_cols, c.ty));
         let rows = shape.rows;
         let pipeline_key = shape.key(gpu, format!("moe_down_{q}"), DOWN_LAYOUT)?;
         let params = DownParams {
@@ -556,7 +559,7 @@ impl MoeBuffers {
 /// The routed part of one MoE FFN after the router logits are in `b.logits`: decode kernels for
 /// one token (reading `x_dec`, with the norm prologue when `norm` is given), batched kernels for
 /// more (reading the normalised `x_batch`), accumulating into `residual`; the decode kernels in
-/// `shape` ([`MatvecShape::for_adapter`] for the adapter's choice).
+/// `shape` (as for [`gate_up`]).
 #[allow(clippy::too_many_arguments)]
 pub fn routed(
     gpu: &Gpu,
@@ -572,7 +575,7 @@ pub fn routed(
     step: &wgpu::Buffer,
     dummy: &wgpu::Buffer,
     act: Activation,
-    shape: MatvecShape,
+    shape: Option<MatvecShape>,
 ) -> Result<Vec<Dispatch>> {
     let mut d = vec![router(gpu, &b.logits, bias, &b.route, step, dummy, r)?];
     d.extend(gate_up(

@@ -21,8 +21,8 @@ pub use weights::{DenseFfn, Ffn, LoadProgress, MoeFfn, Weights};
 use crate::gguf::{ByteSource, Gguf};
 use crate::gpu::Gpu;
 use crate::kernels::{
-    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, MatvecShape, NormOpts,
-    Rows, StepInfo, StepUniform, When,
+    self, moe, AttnOpts, DecodeRope, Dispatch, Heads, KvBuffers, MatOpts, NormOpts, Rows, StepInfo,
+    StepUniform, When,
 };
 use crate::sampling::Sampler;
 use crate::{Error, Result};
@@ -889,20 +889,12 @@ fn record_forward(
                     norm_w,
                     r,
                     c.activation,
-                    MatvecShape::for_adapter(gpu),
+                    None,
                 )?);
                 if let Some(sh) = &m.shared {
                     ffn_in(&mut d, sh, false)?;
                 }
-                d.extend(moe::down(
-                    gpu,
-                    &m.down,
-                    &mb.h,
-                    &a.x,
-                    &mb.route,
-                    r,
-                    MatvecShape::for_adapter(gpu),
-                )?);
+                d.extend(moe::down(gpu, &m.down, &mb.h, &a.x, &mb.route, r, None)?);
                 // Batches: tokens per expert, experts read once per pass, weighted sum.
                 d.push(moe::sort(gpu, &mb.route, &mb.lists, &a.step, r)?);
                 d.extend(moe::gate_up_batch(

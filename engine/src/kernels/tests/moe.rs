@@ -317,7 +317,7 @@ async fn run_moe(
         &step,
         &dummy,
         Activation::Silu,
-        shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu)),
+        shape,
     )
     .unwrap();
     let s = StepInfo {
@@ -348,14 +348,12 @@ async fn run_moe(
         }
     }
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let decode = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
+    let decode = shape.map_or("the adapter's choice".into(), |s| {
+        format!("rows/wg {} subgroups {}", s.rows, s.uses_subgroups(&gpu))
+    });
     let shape = format!(
-        "{name} {}/{} n_embd {emb} n_ff {ff} n_expert {ne} k {k} n_tokens {n_tokens} chunks {:?} decode rows/wg {} subgroups {}",
-        case.ty_gate_up,
-        case.ty_down,
-        case.per_chunk,
-        decode.rows,
-        decode.uses_subgroups(&gpu)
+        "{name} {}/{} n_embd {emb} n_ff {ff} n_expert {ne} k {k} n_tokens {n_tokens} chunks {:?} decode {decode}",
+        case.ty_gate_up, case.ty_down, case.per_chunk,
     );
     assert_close("moe", &shape, &got, &want, 1e-9, 2e-4 * scale.max(1.0));
     if n_tokens > 1 {
