@@ -1,7 +1,8 @@
-// Q4_K's twin of common/unit_dot.wgsl (same functions; see there). Its unit is 32 weights: the low
-// nibbles of four quant words (16 weights of sub-block 2p) and their high nibbles (the same
-// positions of sub-block 2p + 1), so each quant word is loaded once, the block header once per 32
-// weights, and the min term is one multiply per sub-block:
+// tandem:include common/unit_blocks.wgsl
+// Q4_K's twin of common/unit_dot.wgsl (the same functions, through common/unit_blocks.wgsl). Its
+// unit is 32 weights: the low nibbles of four quant words (16 weights of sub-block 2p) and their
+// high nibbles (the same positions of sub-block 2p + 1), so each quant word is loaded once, the
+// block header once per 32 weights, and the min term is one multiply per sub-block:
 //   W . x = d (sc_a (q_a . x_a) + sc_b (q_b . x_b)) - dmin (m_a sum(x_a) + m_b sum(x_b)).
 // Unit u of a row lies in block u / 8; with p = (u % 8) / 2 and h = u % 2 it reads quant words
 // 4 + 8p + 4h .. + 4 of the block (layout in common/quant_q4_k.wgsl), weights 64p + 16h + 0..16
@@ -42,13 +43,4 @@ fn unit_w_dot(b: u32, u: u32, xs: UnitX) -> f32 {
     let qd = nibble_dots(w[q], xs.lo[0], xs.hi[0]) + nibble_dots(w[q + 1u], xs.lo[1], xs.hi[1])
         + nibble_dots(w[q + 2u], xs.lo[2], xs.hi[2]) + nibble_dots(w[q + 3u], xs.lo[3], xs.hi[3]);
     return dm.x * (a.x * qd.x + c.x * qd.y) - dm.y * (a.y * xs.sums.x + c.y * xs.sums.y);
-}
-
-fn unit_dot(rb: u32, u: u32, xo: u32) -> f32 {
-    return unit_w_dot(rb + u / 8u, u, unit_x(u, xo));
-}
-
-fn unit_dot2(gb: u32, ub: u32, u: u32, xo: u32) -> vec2<f32> {
-    let xs = unit_x(u, xo);
-    return vec2<f32>(unit_w_dot(gb + u / 8u, u, xs), unit_w_dot(ub + u / 8u, u, xs));
 }

@@ -1,7 +1,9 @@
-// Q6_K's twin of common/unit_dot.wgsl (same functions; see there). Its unit is 32 weights: 8
-// positions l0 .. l0 + 8 of one half h of a block in each of its four quarters t, which share
-// their quant words (the low nibbles and the high nibbles of two ql words, the four 2-bit fields
-// of a qh word, for each 4 positions) and two scale words, so each quant word is loaded once:
+// tandem:include common/unit_blocks.wgsl
+// Q6_K's twin of common/unit_dot.wgsl (the same functions, through common/unit_blocks.wgsl). Its
+// unit is 32 weights: 8 positions l0 .. l0 + 8 of one half h of a block in each of its four
+// quarters t, which share their quant words (the low nibbles and the high nibbles of two ql words,
+// the four 2-bit fields of a qh word, for each 4 positions) and two scale words, so each quant word
+// is loaded once:
 //   W . x = d sum_t sc_t (q_t . x_t - 32 sum(x_t)).
 // Unit u of a row lies in block u / 8; with i = u % 8, h = i / 4 and l0 = 8 (i % 4) it holds
 // weights 128h + 32t + l0 .. + 8 (layout in common/quant_q6_k.wgsl).
@@ -55,13 +57,4 @@ fn unit_w_dot(b: u32, u: u32, xs: UnitX) -> f32 {
     let qd = quarter_dots(w[ql], w[ql + 8u], w[qh], xs.a)
         + quarter_dots(w[ql + 1u], w[ql + 9u], w[qh + 1u], xs.b);
     return d * dot(sc, qd - 32.0 * xs.sums);
-}
-
-fn unit_dot(rb: u32, u: u32, xo: u32) -> f32 {
-    return unit_w_dot(rb + u / 8u, u, unit_x(u, xo));
-}
-
-fn unit_dot2(gb: u32, ub: u32, u: u32, xo: u32) -> vec2<f32> {
-    let xs = unit_x(u, xo);
-    return vec2<f32>(unit_w_dot(gb + u / 8u, u, xs), unit_w_dot(ub + u / 8u, u, xs));
 }
