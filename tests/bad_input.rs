@@ -25,9 +25,7 @@ fn model(bytes: &[u8]) -> Arc<Model> {
 fn truncated_model_is_an_error() {
     let bytes = tiny();
     for cut in [10, bytes.len() / 2, bytes.len() - 1] {
-        let err = Gguf::parse(&&bytes[..cut])
-            .err()
-            .expect("a truncated file must not parse");
+        let err = Gguf::parse(&&bytes[..cut]).expect_err("a truncated file must not parse");
         let msg = err.to_string();
         assert!(
             msg.contains("truncated") || msg.contains("corrupt"),

@@ -336,7 +336,7 @@ pub(crate) fn gpu_matvec_rows(mut rows: u32, n_rows: u32, units: u32) -> u32 {
 /// largest; WGSL fixes no subgroup size, and some adapters pick one per pipeline).
 pub fn subgroups_fit(gpu: &Gpu, threads: u32) -> bool {
     let max = gpu.info.subgroup_max_size;
-    gpu.features.subgroups && max.is_power_of_two() && threads % max == 0
+    gpu.features.subgroups && max.is_power_of_two() && threads.is_multiple_of(max)
 }
 
 /// Kernel `base`, or its subgroup variant `<base>_sg` where `subgroups` is asked for and
@@ -407,7 +407,7 @@ impl MatvecShape {
 }
 
 fn check_cols(w: &GpuWeight) -> Result<()> {
-    if w.n_cols % 32 != 0 {
+    if !w.n_cols.is_multiple_of(32) {
         return Err(crate::Error::InvalidArgument(format!(
             "{}: row length {} is not a multiple of 32",
             w.name, w.n_cols
@@ -934,7 +934,7 @@ pub fn attention(
     heads: Heads,
     opts: AttnOpts,
 ) -> Result<[Dispatch; 2]> {
-    if heads.head_dim % 4 != 0 || heads.head_dim > 256 {
+    if !heads.head_dim.is_multiple_of(4) || heads.head_dim > 256 {
         return Err(crate::Error::InvalidArgument(format!(
             "attention needs a head size that is a multiple of 4 and at most 256, not {}",
             heads.head_dim

@@ -145,7 +145,7 @@ impl Routing {
             && self.k <= self.n_expert
             && self.n_group > 0
             && self.n_group <= MAX_GROUPS
-            && self.n_expert % self.n_group == 0
+            && self.n_expert.is_multiple_of(self.n_group)
             && (self.n_group == 1 || (self.topk_group > 0 && self.topk_group <= self.n_group))
             && (self.n_group == 1 || self.n_expert / self.n_group >= 2);
         if ok {
@@ -240,7 +240,8 @@ pub fn sort(
 // experts
 
 fn check_experts(ex: &GpuExperts, r: &Routing, rows: u32, cols: u32) -> Result<()> {
-    if ex.n_expert != r.n_expert || ex.rows != rows || ex.n_cols != cols || cols % 32 != 0 {
+    if ex.n_expert != r.n_expert || ex.rows != rows || ex.n_cols != cols || !cols.is_multiple_of(32)
+    {
         return Err(Error::InvalidArgument(format!(
             "{}: {} experts of {} x {}, expected {} of {rows} x {cols} (a multiple of 32)",
             ex.name, ex.n_expert, ex.rows, ex.n_cols, r.n_expert

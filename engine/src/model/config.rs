@@ -247,7 +247,7 @@ impl Config {
     pub fn is_sliding(&self, il: u32) -> bool {
         match self.sliding_window {
             Some(w) if w.pattern == 0 => true,
-            Some(w) => (il + 1) % w.pattern != 0,
+            Some(w) => !(il + 1).is_multiple_of(w.pattern),
             None => false,
         }
     }

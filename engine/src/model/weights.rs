@@ -36,7 +36,7 @@ pub struct DenseFfn {
 
 pub enum Ffn {
     Dense(DenseFfn),
-    Moe(MoeFfn),
+    Moe(Box<MoeFfn>),
 }
 
 /// A Mixture-of-Experts FFN.
@@ -116,7 +116,7 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
         parts: &[(&str, u32)],
         cols: u32,
     ) -> Result<GpuWeight> {
-        if cols % 32 != 0 {
+        if !cols.is_multiple_of(32) {
             return Err(Error::InvalidArgument(format!(
                 "{label}: rows of {cols} elements are not a multiple of 32"
             )));
@@ -196,7 +196,7 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
                 let o = open.as_mut().expect("a chunk is open");
                 o.bytes.extend_from_slice(&packed);
                 o.rows += n;
-                o.even = (blocks_per_row * n as u64) % 2 == 0;
+                o.even = (blocks_per_row * n as u64).is_multiple_of(2);
                 r += n;
             }
             row_base += rows;
@@ -408,7 +408,7 @@ impl Weights {
                 ffn: match c.moe {
                     Some(m) if c.is_moe_layer(i) => {
                         let ne = m.routing.n_expert;
-                        Ffn::Moe(MoeFfn {
+                        Ffn::Moe(Box::new(MoeFfn {
                             router: l.matrix(&n("ffn_gate_inp.weight"), c.n_embd, ne).await?,
                             bias: match g.tensor(&n("exp_probs_b.bias")) {
                                 Some(_) => Some(l.vector(&n("exp_probs_b.bias"), ne).await?),
@@ -437,7 +437,7 @@ impl Weights {
                             } else {
                                 None
                             },
-                        })
+                        }))
                     }
                     _ => Ffn::Dense(l.dense_ffn(i, "", c.n_embd).await?),
                 },

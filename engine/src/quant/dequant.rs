@@ -178,8 +178,8 @@ pub fn dequantize(ty: GgmlType, data: &[u8], out: &mut [f32]) -> Result<()> {
         GgmlType::Q8_0 => {
             for (y, b) in out.chunks_exact_mut(32).zip(blocks::<BlockQ8_0>(data)) {
                 let d = h(b.d);
-                for j in 0..32 {
-                    y[j] = b.qs[j] as f32 * d;
+                for (y, q) in y.iter_mut().zip(b.qs) {
+                    *y = q as f32 * d;
                 }
             }
         }

@@ -90,7 +90,7 @@ impl GgmlType {
     /// blocks, the type is unknown, or the size overflows.
     pub fn bytes_for(self, n_elements: u64) -> Option<u64> {
         let (block, bytes) = self.block_geometry()?;
-        if n_elements % block != 0 {
+        if !n_elements.is_multiple_of(block) {
             return None;
         }
         (n_elements / block).checked_mul(bytes)

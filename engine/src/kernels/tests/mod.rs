@@ -96,6 +96,8 @@ pub fn assert_close(
         norm += (*w as f64).powi(2);
     }
     let nmse = if norm > 0.0 { err / norm } else { err };
+    // Negated, so that a NaN counts as off.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     let bad = got
         .iter()
         .zip(want)

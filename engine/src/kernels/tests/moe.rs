@@ -55,13 +55,13 @@ pub fn route_ref(logits: &[f32], bias: Option<&[f32]>, r: &Routing) -> Vec<(u32,
                 v[0] + v[1]
             })
             .collect();
-        for i in 0..n {
+        for (i, s) in sel.iter_mut().enumerate() {
             let gi = i / gs;
             let rank = (0..g)
                 .filter(|&h| better(score[h], h, score[gi], gi))
                 .count();
             if rank >= r.topk_group as usize {
-                sel[i] = -3.0e38;
+                *s = -3.0e38;
             }
         }
     }
