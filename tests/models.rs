@@ -10,7 +10,7 @@ use serde_json::Value;
 use tandem_engine::gguf::{Gguf, MmapSource};
 use tandem_engine::gpu::{Gpu, GpuOptions};
 use tandem_engine::model::{perplexity, Model, Session, SessionOptions};
-use tandem_engine::sampling::Sampler;
+use tandem_engine::sampling::{Sampler, SamplerParams};
 use tandem_engine::tokenizer::Tokenizer;
 
 fn repo() -> PathBuf {
@@ -296,6 +296,61 @@ fn moe_dispatches_per_token() {
         ))
         .unwrap();
         assert_eq!(s.dispatches_per_token(), want, "{file}");
+    }
+}
+
+/// A MoE decode step is one submit, and the only thing read back is the sampled id (4 bytes): the
+/// routing stays on the GPU. With a pass run ahead and without; greedy and sampled.
+#[test]
+fn moe_decode_is_one_submit_and_reads_only_the_id() {
+    for file in [
+        "tests/fixtures/tiny-qwen3moe.gguf",
+        "tests/fixtures/tiny-glm4moe.gguf",
+    ] {
+        let src = MmapSource::open(&repo().join(file)).unwrap();
+        let g = Gguf::parse(&src).unwrap();
+        let model =
+            Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
+        for (run_ahead, mut sampler) in [
+            (true, Sampler::greedy()),
+            (false, Sampler::greedy()),
+            (true, Sampler::new(SamplerParams::default())),
+            // The repeat penalty reads the history, so nothing runs ahead.
+            (
+                true,
+                Sampler::new(SamplerParams {
+                    repeat_penalty: 1.1,
+                    ..Default::default()
+                }),
+            ),
+        ] {
+            let mut s = pollster::block_on(Session::new(
+                model.clone(),
+                SessionOptions {
+                    ctx: 64,
+                    ubatch: 16,
+                },
+            ))
+            .unwrap();
+            s.run_ahead = run_ahead;
+            pollster::block_on(s.prefill(&[1, 17, 5, 42, 9], &mut sampler)).unwrap();
+            // The first step may also submit the pass that runs ahead; count the steps after it.
+            pollster::block_on(s.decode(&mut sampler)).unwrap();
+            let before = model.gpu.traffic();
+            let steps = 8;
+            for _ in 0..steps {
+                pollster::block_on(s.decode(&mut sampler)).unwrap();
+            }
+            let t = model.gpu.traffic();
+            let case = format!("{file}, run ahead {run_ahead}, {:?}", sampler.params);
+            assert_eq!(t.submits - before.submits, steps, "submits: {case}");
+            assert_eq!(t.reads - before.reads, steps, "readbacks: {case}");
+            assert_eq!(
+                t.read_bytes - before.read_bytes,
+                4 * steps,
+                "bytes read: {case}"
+            );
+        }
     }
 }
 

@@ -7,6 +7,7 @@ pub mod shaders;
 mod tests;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
@@ -50,6 +51,15 @@ pub struct PipelineKey {
     pub layout: &'static [Binding],
 }
 
+/// What the host has submitted to the GPU and read back from it ([`Gpu::submit`],
+/// [`Gpu::map_staging`]): tests hold a decode step to one submit and the sampled id with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub submits: u64,
+    pub reads: u64,
+    pub read_bytes: u64,
+}
+
 pub struct Gpu {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
@@ -60,6 +70,10 @@ pub struct Gpu {
     pipelines: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Option<String>>>,
+    /// [`Traffic`]'s counters.
+    submits: AtomicU64,
+    reads: AtomicU64,
+    read_bytes: AtomicU64,
 }
 
 impl Gpu {
@@ -132,7 +146,26 @@ impl Gpu {
             pipelines: Mutex::new(HashMap::new()),
             lost,
             uncaptured,
+            submits: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            read_bytes: AtomicU64::new(0),
         })
+    }
+
+    /// Submits `commands`; the engine's every submit goes through here, so [`Gpu::traffic`]
+    /// counts it.
+    pub fn submit(&self, commands: wgpu::CommandBuffer) -> wgpu::SubmissionIndex {
+        self.submits.fetch_add(1, Ordering::Relaxed);
+        self.queue.submit([commands])
+    }
+
+    /// Submits and readbacks so far.
+    pub fn traffic(&self) -> Traffic {
+        Traffic {
+            submits: self.submits.load(Ordering::Relaxed),
+            reads: self.reads.load(Ordering::Relaxed),
+            read_bytes: self.read_bytes.load(Ordering::Relaxed),
+        }
     }
 
     /// One line describing the adapter, for logs and `info`.
@@ -158,7 +191,9 @@ impl Gpu {
 
     /// Largest byte size one storage binding may have (tensors above it are split by rows).
     pub fn max_binding(&self) -> u64 {
-        (self.limits.max_storage_buffer_binding_size as u64).min(self.limits.max_buffer_size)
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
     }
 
     /// Reports a lost device, or the first GPU error raised outside an error scope.
@@ -398,7 +433,7 @@ impl Gpu {
         });
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, size);
-        let copied = self.queue.submit([encoder.finish()]);
+        let copied = self.submit(encoder.finish());
         self.map_staging(&staging, size, copied).await
     }
 
@@ -411,6 +446,8 @@ impl Gpu {
         size: u64,
         copied: wgpu::SubmissionIndex,
     ) -> Result<Vec<u8>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.read_bytes.fetch_add(size, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, 0..size, move |r| tx.send(r));
         #[cfg(not(target_arch = "wasm32"))]

@@ -443,7 +443,7 @@ impl Session {
             encoder.copy_buffer_to_buffer(&self.act.tokens, 0, &self.staging[staging], 0, 4);
             self.next_staging ^= 1;
         }
-        let submission = gpu.queue.submit([encoder.finish()]);
+        let submission = gpu.submit(encoder.finish());
         self.pos += n_tokens;
         sampler.map(|_| Readback {
             staging,
@@ -602,7 +602,7 @@ impl Session {
         }
         encoder.resolve_query_set(&queries, 0..count, &resolved_dst, 0);
         encoder.copy_buffer_to_buffer(&resolved_dst, 0, &resolved, 0, count as u64 * 8);
-        gpu.queue.submit([encoder.finish()]);
+        gpu.submit(encoder.finish());
         // Its argmax overwrote the GPU's input token for the next decode step.
         if let Some(id) = self.sampled {
             gpu.queue
