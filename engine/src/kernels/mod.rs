@@ -309,11 +309,11 @@ pub fn matvec_rows(gpu: &Gpu) -> u32 {
 }
 
 /// Weights per unit of the decode dot products for weight type `ty` (`UNIT` in
-/// common/unit_dot.wgsl and its twins): 32 for Q4_K and Q6_K, whose units read each quant word
+/// common/unit_dot.wgsl and its twins): 16 for Q4_K and Q6_K, whose units read each quant word
 /// once (common/unit_dot_q4_k.wgsl, unit_dot_q6_k.wgsl), 8 for the others.
 pub fn decode_unit(ty: GgmlType) -> u32 {
     match ty {
-        GgmlType::Q4K | GgmlType::Q6K => 32,
+        GgmlType::Q4K | GgmlType::Q6K => 16,
         _ => 8,
     }
 }
@@ -321,7 +321,7 @@ pub fn decode_unit(ty: GgmlType) -> u32 {
 /// [`MatvecShape::for_matrix`]'s rows per workgroup on a GPU, from `rows`, for `n_rows` rows of
 /// `units` units.
 pub(crate) fn gpu_matvec_rows(mut rows: u32, n_rows: u32, units: u32) -> u32 {
-    while rows < MATVEC_WG && MATVEC_WG / rows > units {
+    while rows < MATVEC_WG && MATVEC_WG / rows > 2 * units {
         rows *= 2;
     }
     while rows > 1 && n_rows / rows < MATVEC_MIN_WORKGROUPS {
@@ -371,9 +371,9 @@ impl MatvecShape {
 
     /// The adapter's choice for `n_rows` rows (workgroups' worth: for the experts, rows times
     /// routes) of `n_cols` weights of type `ty`: as [`MatvecShape::for_adapter`], but on a GPU
-    /// first with more rows per workgroup where a row has fewer units ([`decode_unit`]) than
-    /// threads (Q4_K's 768-wide expert down rows have 24), then with fewer where the matrix would
-    /// make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
+    /// first with more rows per workgroup where more than half of a row's threads would have no
+    /// unit ([`decode_unit`]; a 256-wide Q4_K row has 16), then with fewer where the matrix
+    /// would make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
     /// workgroups of 4 rows leave most of a large GPU idle).
     pub fn for_matrix(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         let mut shape = MatvecShape::for_adapter(gpu);

@@ -619,19 +619,20 @@ async fn matvec_subgroup_variant_where_it_fits() {
     assert!(!shape(256, true).uses_subgroups(&gpu));
 }
 
-/// On a GPU, a matrix's rows per workgroup give each thread of a row a unit where the row has
-/// fewer units than 64, and the matrix at least 256 workgroups where its rows allow.
+/// On a GPU, a matrix's rows per workgroup leave at most half of a row's threads without a unit,
+/// and the matrix at least 256 workgroups where its rows allow.
 async fn matvec_rows_for_a_gpu_matrix() {
     use crate::kernels::gpu_matvec_rows;
-    // Q4_K 768 wide: 24 units, so 32 threads (8 rows) a row; 2048 rows make 256 workgroups.
-    assert_eq!(gpu_matvec_rows(4, 2048, 24), 8);
-    // 2048 wide (256 units of 8, or 64 of 32): 64 threads a row, as for the adapter.
-    assert_eq!(gpu_matvec_rows(4, 6144, 256), 4);
-    assert_eq!(gpu_matvec_rows(4, 6144, 64), 4);
-    // A 128-expert router: one row a workgroup; a 4-unit row of few rows: 4 threads, then fewer rows.
-    assert_eq!(gpu_matvec_rows(4, 128, 256), 1);
-    assert_eq!(gpu_matvec_rows(4, 1 << 16, 4), 64);
+    // 2048 or 768 wide (Q4_K: 128 or 48 units): 64 threads a row, as for the adapter.
+    assert_eq!(gpu_matvec_rows(4, 6144, 128), 4);
+    assert_eq!(gpu_matvec_rows(4, 2048, 48), 4);
+    // Q4_K 256 wide: 16 units, 32 threads a row (8 rows a workgroup).
+    assert_eq!(gpu_matvec_rows(4, 2048, 16), 8);
+    // 4 units: 8 threads a row; but a matrix of few rows keeps 256 workgroups first.
+    assert_eq!(gpu_matvec_rows(4, 1 << 16, 4), 32);
     assert_eq!(gpu_matvec_rows(4, 1024, 4), 4);
+    // A 128-expert router: one row a workgroup.
+    assert_eq!(gpu_matvec_rows(4, 128, 256), 1);
 }
 
 super::gpu_tests!(
