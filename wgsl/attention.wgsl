@@ -30,9 +30,9 @@
 // builds the new key (k norm, RoPE) and value from the QKV output too and uses them for that
 // position, and the one of the heads sharing that KV head writes them to the caches. No other
 // workgroup of the dispatch reads that position, so the store needs no ordering. The q/k norm's
-// two sums of squares go through row_sum2 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
+// two sums of squares go through row_sum4 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
 // and one barrier).
-// Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 2 KiB.
+// Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 4 KiB.
 // Registers: a thread's q chunks, key chunks and value chunks live in arrays of CHUNKS vec4s, one
 // variant per size (attention_chunks4/8/16, picked by kernels::attention_chunks for the head
 // size): arrays sized for the largest head made every head pay for it (a head of 128 spent 37%
@@ -106,7 +106,7 @@ fn prologue(inv: Invocation, h: u32, kvh: u32, with_k: bool) {
     }
     if ((p.flags & 1u) != 0u) {
         // The sums of squares of both heads over the whole workgroup.
-        let ss = row_sum2(vec2<f32>(xq * xq, xk * xk), inv, WG);
+        let ss = row_sum4(vec4<f32>(xq * xq, xk * xk, 0.0, 0.0), inv, WG).xy;
         let scale = inverseSqrt(ss / f32(HD) + p.eps);
         if (lid < HD) {
             xq *= scale.x * q_norm[lid];

@@ -1,6 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
-// tandem:include common/rms_scale.wgsl
+// tandem:include common/rms_fold.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/unit_dot.wgsl
 // tandem:per-qtype
@@ -8,8 +8,8 @@
 //
 // y[y_offset + r] (+)= sum_k W[r, k] * x'[k] (+ bias[y_offset + r]) for one token: the decode
 // matrix-vector product, reading the weights in their quantized blocks. With the norm prologue
-// (flags bit 2), x' = RMSNorm(x) * norm_w, computed by every workgroup from x (a few KB from
-// cache), which saves the separate norm dispatch; otherwise x' = x.
+// (flags bit 2), x' = RMSNorm(x) * norm_w, folded into the row pass (common/rms_fold.wgsl), which
+// saves the separate norm dispatch; otherwise x' = x.
 // Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
 // units (unit_dot, common/unit_dot.wgsl or the type's twin) and reduce their partial sums with
 // row_sum (common/reduce.wgsl: a
@@ -37,17 +37,6 @@ struct Params {
 @group(0) @binding(5) var<uniform> step: Step;
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
 
-// The scale that RMSNorm applies to x with the prologue, set by every thread before its dots.
-var<private> x_scale: f32;
-
-// x' (common/unit_dot.wgsl).
-fn xv(i: u32) -> vec4<f32> {
-    if ((p.flags & 4u) == 0u) {
-        return x[i];
-    }
-    return x[i] * x_scale * norm_w[i];
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -55,9 +44,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
-    if ((p.flags & 4u) != 0u) {
-        x_scale = rms_scale(inv, p.n_cols, p.eps);
-    }
     var acc = 0.0;
     if (row < p.n_rows) {
         let rb = row * (p.n_cols / QK);
@@ -65,9 +51,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             acc += unit_dot(rb, u, 0u);
         }
     }
-    let sum = row_sum(acc, inv, threads);
+    // The dot product and, with the prologue, the sum of x^2 (common/rms_fold.wgsl).
+    let sum = row_sum4(vec4<f32>(acc, x_ss, 0.0, 0.0), inv, threads);
     if (lane == 0u && row < p.n_rows) {
-        var r = sum;
+        var r = sum.x * rms_fold_scale(sum.y, p.n_cols, p.eps);
         if ((p.flags & 1u) != 0u) {
             r += bias[p.y_offset + row];
         }

@@ -1,6 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
-// tandem:include common/rms_scale.wgsl
+// tandem:include common/rms_fold.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/act.wgsl
 // tandem:include common/unit_dot.wgsl
@@ -10,10 +10,11 @@
 // h[r] = act(G[r, :] . x') * (U[r, :] . x') for one token: the decode FFN's gate and up
 // projections and the gated activation (SwiGLU: SiLU; GeGLU: GELU-tanh) in one dispatch, over
 // the stacked weight [G; U] (rows r and n_rows + r). x' is x, or RMSNorm(x) * norm_w with the
-// norm prologue (flags bit 2), as in matvec.wgsl.
+// norm prologue (flags bit 2) folded into the row pass (common/rms_fold.wgsl).
 // Work split: each workgroup takes ROWS output rows; the WG / ROWS threads of a row stride over
 // its units accumulating both dot products (unit_dot2: common/unit_dot.wgsl or the type's twin),
-// then reduce them with row_sum2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
+// then reduce them and the prologue's sum of x^2 with row_sum4 (common/reduce.wgsl, or its
+// subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
@@ -32,17 +33,6 @@ struct Params {
 @group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(4) var<uniform> p: Params;
 
-// The scale that RMSNorm applies to x with the prologue, set by every thread before its dots.
-var<private> x_scale: f32;
-
-// x' (common/unit_dot.wgsl).
-fn xv(i: u32) -> vec4<f32> {
-    if ((p.flags & 4u) == 0u) {
-        return x[i];
-    }
-    return x[i] * x_scale * norm_w[i];
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -50,10 +40,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
     let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
-    // The norm prologue's scale, reduced over the whole workgroup.
-    if ((p.flags & 4u) != 0u) {
-        x_scale = rms_scale(inv, p.n_cols, p.eps);
-    }
     var gu = vec2<f32>(0.0);
     if (row < p.n_rows) {
         let gb = row * (p.n_cols / QK);
@@ -62,7 +48,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             gu += unit_dot2(gb, ub, u, 0u);
         }
     }
-    gu = row_sum2(gu, inv, threads);
+    let sum = row_sum4(vec4<f32>(gu, x_ss, 0.0), inv, threads);
+    gu = sum.xy * rms_fold_scale(sum.z, p.n_cols, p.eps);
     if (lane == 0u && row < p.n_rows) {
         h[row] = glu_act(gu.x, p.act) * gu.y;
     }

@@ -12,9 +12,9 @@
 // Weight layout: ffn_down_exps as stored, [n_expert, n_embd, n_ff]: expert e - e0 starts at row
 // n_rows * (e - e0) of the chunk.
 // Work split: a workgroup per ROWS output rows (2-D grid); the WG / ROWS threads of a row stride
-// over the units (common/unit_dot.wgsl or the type's twin) of each route's row, accumulating
-// weight_j * partial dots; one
-// reduction per row (row_sum: common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
+// over the (route, unit) pairs of its k expert rows (units: common/unit_dot.wgsl or the type's
+// twin), accumulating weight_j * partial dots; one reduction per row (row_sum: common/reduce.wgsl,
+// or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
@@ -53,19 +53,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (row < p.n_rows) {
         let bpr = p.n_cols / QK;
         let h4 = p.n_cols / 4u;
+        let units = p.n_cols / UNIT;
         for (var j = 0u; j < p.k; j++) {
+            let e = route[j * 2u];
+            hit = hit || (e >= p.e0 && e < p.e0 + p.n_exp);
+        }
+        // One flat stride over the (route, unit) pairs: a thread's loads do not wait for a loop
+        // over the k routes (an H200 spent 16% longer in this kernel with that loop).
+        for (var t = lane; t < p.k * units; t += threads) {
+            let j = t / units;
             let e = route[j * 2u];
             if (e < p.e0 || e >= p.e0 + p.n_exp) {
                 continue;
             }
-            hit = true;
             let wt = bitcast<f32>(route[j * 2u + 1u]);
-            let rb = ((e - p.e0) * p.n_rows + row) * bpr;
-            var d = 0.0;
-            for (var u = lane; u < p.n_cols / UNIT; u += threads) {
-                d += unit_dot(rb, u, j * h4);
-            }
-            acc += wt * d;
+            acc += wt * unit_dot(((e - p.e0) * p.n_rows + row) * bpr, t - j * units, j * h4);
         }
     }
     let sum = row_sum(acc, inv, threads);

@@ -1,5 +1,5 @@
 // tandem:include common/bits.wgsl
-// tandem:include common/rms_scale.wgsl
+// tandem:include common/rms_fold.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/act.wgsl
 // tandem:include common/unit_dot.wgsl
@@ -9,15 +9,15 @@
 // h[j, r] = act(G_e[r, :] . x') * (U_e[r, :] . x') for the one token of a decode pass and each
 // of its k routes j, e = route[j].id: the routed experts' gate and up projections with the
 // activation (SiLU; GELU-tanh) fused. x' = x, or RMSNorm(x) * norm_w with flags bit 2 (the FFN
-// norm in the prologue, as in matvec.wgsl). Routes whose expert lies outside this weight chunk
-// [e0, e0 + n_exp) are left to the dispatch of the chunk that holds it.
+// norm in the prologue, folded into the row pass: common/rms_fold.wgsl). Routes whose expert lies
+// outside this weight chunk [e0, e0 + n_exp) are left to the dispatch of the chunk that holds it.
 // Weight layout (made at load from ffn_gate_exps and ffn_up_exps, [n_expert, n_ff, n_embd] each):
 // per expert its n_ff gate rows then its n_ff up rows, so expert e - e0 starts at row
 // 2 * n_ff * (e - e0) of the chunk.
 // Work split: a workgroup per (ROWS rows, route j): grid [n_ff / ROWS, k]; the WG / ROWS threads
 // of a row stride over its units accumulating both dot products (unit_dot2: common/unit_dot.wgsl
-// or the type's twin), then reduce them with row_sum2 (common/reduce.wgsl, or its subgroup twin
-// in the `_sg` variants).
+// or the type's twin), then reduce them and the prologue's sum of x^2 with row_sum4
+// (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
@@ -40,17 +40,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(5) var<uniform> p: Params;
 
-// The scale that RMSNorm applies to x with the prologue, set by every thread before its dots.
-var<private> x_scale: f32;
-
-// x' (common/unit_dot.wgsl).
-fn xv(i: u32) -> vec4<f32> {
-    if ((p.flags & 4u) == 0u) {
-        return x[i];
-    }
-    return x[i] * x_scale * norm_w[i];
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let threads = WG / ROWS;
@@ -60,9 +49,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let j = wg.y;
     let e = route[j * 2u];
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
-    if ((p.flags & 4u) != 0u) {
-        x_scale = rms_scale(inv, p.n_cols, p.eps);
-    }
     var gu = vec2<f32>(0.0);
     if (mine && row < p.n_ff) {
         let bpr = p.n_cols / QK;
@@ -71,7 +57,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
             gu += unit_dot2(gb, gb + p.n_ff * bpr, u, 0u);
         }
     }
-    gu = row_sum2(gu, inv, threads);
+    let sum = row_sum4(vec4<f32>(gu, x_ss, 0.0), inv, threads);
+    gu = sum.xy * rms_fold_scale(sum.z, p.n_cols, p.eps);
     if (lane == 0u && mine && row < p.n_ff) {
         h[j * p.n_ff + row] = glu_act(gu.x, p.act) * gu.y;
     }

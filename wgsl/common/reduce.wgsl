@@ -14,7 +14,7 @@ struct Invocation {
 }
 
 var<workgroup> reduce_1: array<f32, WG>;
-var<workgroup> reduce_2: array<vec2<f32>, WG>;
+var<workgroup> reduce_4: array<vec4<f32>, WG>;
 
 fn row_sum(v: f32, inv: Invocation, threads: u32) -> f32 {
     if (threads == 1u) {
@@ -32,19 +32,19 @@ fn row_sum(v: f32, inv: Invocation, threads: u32) -> f32 {
     return reduce_1[inv.lid - lane];
 }
 
-// Two sums at once (e.g. the gate and up dot products of one row).
-fn row_sum2(v: vec2<f32>, inv: Invocation, threads: u32) -> vec2<f32> {
+// Four sums at once (e.g. the gate and up dot products of one row and the norm's sum of squares).
+fn row_sum4(v: vec4<f32>, inv: Invocation, threads: u32) -> vec4<f32> {
     if (threads == 1u) {
         return v;
     }
     let lane = inv.lid % threads;
-    reduce_2[inv.lid] = v;
+    reduce_4[inv.lid] = v;
     workgroupBarrier();
     for (var s = threads / 2u; s > 0u; s >>= 1u) {
         if (lane < s) {
-            reduce_2[inv.lid] += reduce_2[inv.lid + s];
+            reduce_4[inv.lid] += reduce_4[inv.lid + s];
         }
         workgroupBarrier();
     }
-    return reduce_2[inv.lid - lane];
+    return reduce_4[inv.lid - lane];
 }

@@ -16,7 +16,7 @@ struct Invocation {
 
 // One slot per subgroup of the workgroup (at most WG / 4 of them are used).
 var<workgroup> reduce_1: array<f32, WG>;
-var<workgroup> reduce_2: array<vec2<f32>, WG>;
+var<workgroup> reduce_4: array<vec4<f32>, WG>;
 
 fn row_sum(v: f32, inv: Invocation, threads: u32) -> f32 {
     let s = subgroupAdd(v);
@@ -33,17 +33,17 @@ fn row_sum(v: f32, inv: Invocation, threads: u32) -> f32 {
     return r;
 }
 
-fn row_sum2(v: vec2<f32>, inv: Invocation, threads: u32) -> vec2<f32> {
+fn row_sum4(v: vec4<f32>, inv: Invocation, threads: u32) -> vec4<f32> {
     let s = subgroupAdd(v);
     if (inv.sg_id == 0u) {
-        reduce_2[inv.lid / inv.sg_size] = s;
+        reduce_4[inv.lid / inv.sg_size] = s;
     }
     workgroupBarrier();
     let n = threads / inv.sg_size;
     let first = inv.lid / threads * n;
-    var r = vec2<f32>(0.0);
+    var r = vec4<f32>(0.0);
     for (var i = 0u; i < n; i++) {
-        r += reduce_2[first + i];
+        r += reduce_4[first + i];
     }
     return r;
 }
