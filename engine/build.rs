@@ -8,9 +8,6 @@
 //!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`), and every
 //!   helper it includes, directly or nested, that has a twin `common/x_<qtype>.wgsl` beside
 //!   `common/x.wgsl` replaced by the twin (same functions, written for that type's blocks).
-//! - `// tandem:const NAME v1 v2 ..`: build one variant per value, named `<stem>_<name>v` (name
-//!   in lower case), each opening with `const NAME: u32 = v;` (for sizes WGSL wants as constant
-//!   expressions, such as those of function-scope arrays, which overrides cannot give).
 //! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
 //!   with subgroups: `enable subgroups;` opens its source (WGSL wants enable directives before any
 //!   declaration; `gpu::shaders::source_for` drops the line for naga, which rejects it), and every
@@ -104,7 +101,6 @@ fn main() {
         let mut includes = Vec::new();
         let mut per_qtype = false;
         let mut subgroups = false;
-        let mut consts: Option<(String, Vec<u32>)> = None;
         for line in text.lines() {
             let Some(d) = line.trim().strip_prefix("// tandem:") else {
                 continue;
@@ -115,54 +111,33 @@ fn main() {
                 per_qtype = true;
             } else if d.trim() == "subgroups" {
                 subgroups = true;
-            } else if let Some(c) = d.strip_prefix("const ") {
-                let mut words = c.split_whitespace();
-                let name = words.next().expect("tandem:const needs a name").to_string();
-                let values = words
-                    .map(|v| v.parse().expect("tandem:const values are u32"))
-                    .collect();
-                consts = Some((name, values));
             } else {
                 panic!("{}: unknown directive {d}", file.display());
             }
         }
-        assert!(
-            !(per_qtype && consts.is_some()),
-            "{}: per-qtype and const variants do not combine",
-            file.display()
-        );
-        // (name, includes, weight type, the const line that opens it)
-        type Variant = (String, Vec<PathBuf>, Option<&'static str>, String);
+        // (name, includes, weight type)
+        type Variant = (String, Vec<PathBuf>, Option<&'static str>);
         let variants: Vec<Variant> = if per_qtype {
             QTYPES
                 .iter()
                 .map(|q| {
                     let mut inc = includes.clone();
                     inc.push(wgsl.join(format!("common/quant_{q}.wgsl")));
-                    (format!("{stem}_{q}"), inc, Some(*q), String::new())
-                })
-                .collect()
-        } else if let Some((c, values)) = &consts {
-            values
-                .iter()
-                .map(|v| {
-                    let name = format!("{stem}_{}{v}", c.to_lowercase());
-                    let line = format!("const {c}: u32 = {v}u;\n");
-                    (name, includes.clone(), None, line)
+                    (format!("{stem}_{q}"), inc, Some(*q))
                 })
                 .collect()
         } else {
-            vec![(stem.clone(), includes.clone(), None, String::new())]
+            vec![(stem.clone(), includes.clone(), None)]
         };
         let variants: Vec<(Variant, bool)> = variants
             .into_iter()
             .flat_map(|v| {
                 let sg = subgroups
-                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2, v.3.clone()), true));
+                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), true));
                 std::iter::once((v, false)).chain(sg)
             })
             .collect();
-        for ((name, direct, qtype, const_line), sg) in variants {
+        for ((name, direct, qtype), sg) in variants {
             let mut incs = Vec::new();
             resolve(&wgsl, &direct, qtype, sg, &mut incs);
             if sg {
@@ -185,9 +160,6 @@ fn main() {
             let mut parts = String::new();
             if sg {
                 write!(parts, "{ENABLE_SUBGROUPS:?}, ").unwrap();
-            }
-            if !const_line.is_empty() {
-                write!(parts, "{const_line:?}, ").unwrap();
             }
             for inc in &incs {
                 assert!(

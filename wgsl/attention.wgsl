@@ -1,7 +1,6 @@
 // tandem:include common/step.wgsl
 // tandem:include common/rope.wgsl
 // tandem:include common/reduce.wgsl
-// tandem:const CHUNKS 4 8 16
 // tandem:subgroups
 //
 // out[t, h, :] = softmax(cap(q[t, h] . K[kv(h), s] * scale)) . V[kv(h), s] over the positions s
@@ -12,11 +11,15 @@
 // Work split: grid (n_head, n_tokens, n_split), 256 threads. Each query's visible range is cut
 // into n_split parts of whole 64-key tiles ("flash decoding": a decode step has few heads, so the
 // keys are spread over workgroups too; a long prefill has enough queries and takes n_split = 1).
-// Per tile, every thread first issues all its loads at once, so a tile costs one trip to memory:
-// - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of q and
-//   of K[key]; the 4 partial dots meet in workgroup memory;
+// Per tile:
+// - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of q
+//   (in workgroup memory) and of K[key]; the 4 partial dots meet in workgroup memory;
 // - output: thread (c, g) owns vec4 chunk c of the output for keys g, g + KG, ... of the tile
 //   (KG = 256 / (HD / 4) key groups), so HD / 4 adjacent threads read one whole V row.
+// Keys and values go from memory straight into the sums, no thread holds a tile in an array: a
+// version that loaded a tile's K and V chunks into per-thread arrays first (one trip to memory
+// a tile) spent 71% longer in this kernel on an H200 (34.4 against 20.1 us a layer, decoding the
+// Qwen3-30B-A3B shape), the arrays costing more than the second trip saved.
 // An online softmax runs over the tiles (running max m; thread k < 64 keeps the running sum of key
 // slot k); 4 barriers per tile, and no thread reads more than 8 + KPT values of workgroup memory
 // per tile (a walk over all 64 scores and probabilities in every thread made prefill slower than
@@ -33,10 +36,6 @@
 // two sums of squares go through row_sum4 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
 // and one barrier).
 // Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 4 KiB.
-// Registers: a thread's q chunks, key chunks and value chunks live in arrays of CHUNKS vec4s, one
-// variant per size (attention_chunks4/8/16, picked by kernels::attention_chunks for the head
-// size): arrays sized for the largest head made every head pay for it (a head of 128 spent 37%
-// longer in this kernel on an H200 with arrays of 16 than with arrays of 8).
 
 struct Params {
     n_head: u32,
@@ -62,9 +61,9 @@ override HD: u32 = 64u;                      // head size: a multiple of 4, at m
 const TK: u32 = 64u;                         // keys per tile
 const LANES: u32 = 4u;                       // threads per key for the scores
 override HD4: u32 = HD / 4u;                 // vec4 chunks per head
-override KC: u32 = (HD4 + LANES - 1u) / LANES;  // chunks per lane of a key (<= CHUNKS)
+override KC: u32 = (HD4 + LANES - 1u) / LANES;  // chunks per lane of a key
 override KG: u32 = 256u / HD4;               // key groups of the output product
-override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product (<= CHUNKS)
+override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;                 // [n_tokens, q_stride / 4]: Q heads, K heads, V heads
 @group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
@@ -84,7 +83,7 @@ var<workgroup> scores: array<f32, TK>;
 var<workgroup> probs: array<f32, TK>;
 var<workgroup> maxes: array<f32, 8>;      // [TK / 8] maxima of 8 scores
 var<workgroup> outs: array<vec4<f32>, 256>;     // [KG, HD4] partial outputs
-var<workgroup> qh: array<f32, 256>;             // decode prologue: q, the new key, the new value
+var<workgroup> qh: array<f32, 256>;             // the query (normed and rotated by the decode prologue)
 var<workgroup> kh: array<f32, 256>;
 var<workgroup> vh: array<f32, 256>;
 
@@ -178,18 +177,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             v_cache[o] = vh4(lid);
         }
     }
-    let q0 = (t * p.q_stride + h * HD) / 4u;
-    var qv: array<vec4<f32>, CHUNKS>;
-    for (var c = 0u; c < KC; c++) {
-        let i = lane + c * LANES;
-        if (i >= HD4) {
-            qv[c] = vec4<f32>(0.0);
-        } else if (fused) {
-            qv[c] = qh4(i);
-        } else {
-            qv[c] = q[q0 + i];
-        }
+    // This query in qh (the prologue put it there already).
+    if (!fused && lid < HD) {
+        let qi = t * p.q_stride + h * HD + lid;
+        qh[lid] = q[qi / 4u][qi % 4u];
     }
+    workgroupBarrier();
     // Output layout: chunk `oc`, key group `og` (threads past KG * HD4 only help with scores).
     let oc = lid % HD4;
     let og = lid / HD4;
@@ -199,33 +192,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     var l = 0.0;
     var acc = vec4<f32>(0.0);
     for (var s0 = begin; s0 < end; s0 += TK) {
-        // All of this tile's loads first: one key's chunks and KPT values' chunks per thread.
-        var kk: array<vec4<f32>, CHUNKS>;
+        // Score of key s (lanes' partial dots), its chunks read straight into the sum.
         let s = s0 + sk;
-        for (var c = 0u; c < KC; c++) {
-            let i = lane + c * LANES;
-            if (has_new && s == qpos && i < HD4) {
-                kk[c] = kh4(i);
-            } else if (s < end && i < HD4) {
-                kk[c] = k_cache[kv0 + s * HD4 + i];
-            } else {
-                kk[c] = vec4<f32>(0.0);
-            }
-        }
-        var vv: array<vec4<f32>, CHUNKS>;
-        for (var j = 0u; j < KPT; j++) {
-            let kj = og + j * KG;
-            if (og < KG && kj < TK && has_new && s0 + kj == qpos) {
-                vv[j] = vh4(oc);
-            } else if (og < KG && kj < TK && s0 + kj < end) {
-                vv[j] = v_cache[kv0 + (s0 + kj) * HD4 + oc];
-            } else {
-                vv[j] = vec4<f32>(0.0);
-            }
-        }
         var d = 0.0;
         for (var c = 0u; c < KC; c++) {
-            d += dot(qv[c], kk[c]);
+            let i = lane + c * LANES;
+            if (i < HD4 && s < end) {
+                var kc = k_cache[kv0 + s * HD4 + i];
+                if (has_new && s == qpos) {
+                    kc = kh4(i);
+                }
+                d += dot(qh4(i), kc);
+            }
         }
         dots[lid] = d;
         workgroupBarrier();
@@ -267,8 +245,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         acc *= alpha;
         for (var j = 0u; j < KPT; j++) {
             let kj = og + j * KG;
-            if (kj < TK) {
-                acc += probs[kj] * vv[j];
+            if (og < KG && kj < TK && s0 + kj < end) {
+                var vc = v_cache[kv0 + (s0 + kj) * HD4 + oc];
+                if (has_new && s0 + kj == qpos) {
+                    vc = vh4(oc);
+                }
+                acc += probs[kj] * vc;
             }
         }
         m = new_m;

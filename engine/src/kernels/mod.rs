@@ -907,16 +907,6 @@ pub struct DecodeRope<'a> {
     pub qk_norm: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, f32)>,
 }
 
-/// The array size (`CHUNKS`) of the attention variant for head size `hd`: the vec4 chunks a
-/// thread holds of a key (`KC` in attention.wgsl) or of the values (`KPT`), rounded up to a
-/// built size (4, 8 or 16). Valid for head sizes that are multiples of 4 up to 256.
-pub fn attention_chunks(hd: u32) -> u32 {
-    let hd4 = hd / 4;
-    let kc = hd4.div_ceil(4);
-    let kpt = ATTN_TILE.div_ceil(ATTN_WG / hd4.max(1));
-    kc.max(kpt).next_power_of_two().max(4)
-}
-
 /// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
 /// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`: the split
 /// attention kernel and, when a pass splits, the combine kernel (`partial` holds
@@ -941,11 +931,10 @@ pub fn attention(
         )));
     }
     let hd = ("HD", heads.head_dim);
-    let chunks = attention_chunks(heads.head_dim);
     let pipeline = gpu.pipeline(&PipelineKey {
         shader: reduce_variant(
             gpu,
-            format!("attention_chunks{chunks}"),
+            "attention".into(),
             ATTN_WG,
             opts.subgroups,
         ),
