@@ -248,6 +248,21 @@ fn tiny_qwen3moe_q8_0() {
     );
 }
 
+/// A wider qwen3moe (hidden 256, expert FFN 256) quantized by llama.cpp's llama-quantize to Q4_K_M:
+/// routed experts' gate/up Q4_K, down Q4_K (layer 0) and Q6_K (layer 1); attn_q and token_embd
+/// Q4_K, attn_k/attn_v Q8_0, attn_output Q5_K, output Q6_K. The golden is transformers on the
+/// dequantized weights, so the tolerances are those of the other fixtures.
+#[test]
+fn tiny_qwen3moe_h256_q4_k_m() {
+    check_golden(
+        "model_tiny-qwen3moe-h256-q4_k_m.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+        },
+    );
+}
+
 #[test]
 fn tiny_glm4moe() {
     check_golden(

@@ -8,7 +8,10 @@ llama.cpp's convert_hf_to_gguf.py (--outtype f32; llama also --outtype q8_0) int
 then load every GGUF back with transformers (gguf_file=...) and check its logits against the
 original torch model (this catches converter permutations / norm offsets / missing keys).
 The MoE families (qwen3moe, glm4moe) also get a q8_0 GGUF; transformers cannot load their GGUFs, so
-they are read back with gguf-py into the transformers model by name (load_moe_gguf). transformers 5
+they are read back with gguf-py into the transformers model by name (load_moe_gguf).
+qwen3moe-h256 is a wider qwen3moe (hidden 256, expert FFN 256: every row a whole number of 256-weight
+K-quant super-blocks) committed only as Q4_K_M: converted to f32 in a temporary folder, then quantized
+by llama.cpp's llama-quantize (gguf-py cannot make K-quants). transformers 5
 stores experts fused (experts.gate_up_proj [E, 2F, H], experts.down_proj [E, H, F]); the glm4moe
 converter wants them per expert, so they are split before conversion; the converter's GLM vocab
 (which wants GLM's own BPE tokenizer) is replaced by the sentencepiece one (convert()).
@@ -16,7 +19,11 @@ converter wants them per expert, so they are split before conversion; the conver
 Needs the llama.cpp converter: --llama-cpp DIR (the vendor/llama.cpp folder of the PyPI source
 package llama-cpp-python==0.3.36). See tests/reference/README.md.
 
+Needs llama-quantize for qwen3moe-h256: --llama-quantize PATH (default <llama-cpp>/build/bin/llama-quantize;
+build it with `cmake -B build && cmake --build build --target llama-quantize` in that folder).
+
 Usage: python3 tests/reference/make_tiny_models.py --llama-cpp /tmp/lcp/llama_cpp_python-0.3.36/vendor/llama.cpp
+       [--families qwen3moe-h256]   (a comma-separated subset; default: all)
 """
 import argparse
 import json
@@ -59,7 +66,11 @@ def make_tokenizer():
     shutil.copy(f"{prefix}.model", TOKENIZER)
 
 
-MOE_FAMILIES = ("qwen3moe", "glm4moe")
+MOE_FAMILIES = ("qwen3moe", "glm4moe", "qwen3moe-h256")
+# Families committed only as a llama-quantize output (type given here), made from a temporary f32 GGUF.
+LLAMA_QUANTIZE = {"qwen3moe-h256": "Q4_K_M"}
+# Families wider than 64 whose matrices are drawn with std scaled by sqrt(64 / fan_in) (see build()).
+FAN_IN_SCALED = ("qwen3moe-h256",)
 
 
 def configs():
@@ -101,6 +112,14 @@ def configs():
                                   moe_intermediate_size=64,
                                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                    "partial_rotary_factor": 0.5}), 16),
+        # qwen3moe as above, but every row a multiple of 256 weights (hidden 256, 4 heads x 64 = 256,
+        # expert FFN 256), so llama-quantize's Q4_K_M mix needs no fallback types; 8 experts, top-2
+        "qwen3moe-h256": (Qwen3MoeConfig(**{**COMMON, "hidden_size": 256, "intermediate_size": 256},
+                                         num_hidden_layers=2, head_dim=64, rms_norm_eps=1e-6,
+                                         tie_word_embeddings=False, num_experts=8, num_experts_per_tok=2,
+                                         moe_intermediate_size=256, norm_topk_prob=True,
+                                         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+                          17),
     }
 
 
@@ -122,9 +141,15 @@ def build(family, config, seed):
                 # gemma3 multiplies the embedding by sqrt(hidden) = 8: keep it from swamping the
                 # residual stream (otherwise the tied head just echoes the last input token)
                 std = 0.15 if family == "gemma3" else 0.5
+                if family in FAN_IN_SCALED and "lm_head" in name:
+                    std *= (64 / p.shape[-1]) ** 0.5
                 p.copy_(std * torch.randn(p.shape, generator=g))
             else:
-                p.copy_(0.25 * torch.randn(p.shape, generator=g))
+                # wider models: std * sqrt(64 / fan_in), so that every projection's output has the
+                # statistics it has in the hidden-64 models (in_features is the last dimension,
+                # fused experts included)
+                std = 0.25 * ((64 / p.shape[-1]) ** 0.5 if family in FAN_IN_SCALED else 1.0)
+                p.copy_(std * torch.randn(p.shape, generator=g))
         for name, b in model.named_buffers():
             if name.endswith("e_score_correction_bias"):  # glm4moe's selection bias
                 b.copy_(0.1 * torch.randn(b.shape, generator=g))
@@ -187,13 +212,30 @@ def convert(llama_cpp, hf_dir, out, outtype):
     env["PYTHONPATH"] = str(Path(llama_cpp) / "gguf-py")  # the converter's own gguf-py
     cmd = [sys.executable, str(Path(llama_cpp) / "convert_hf_to_gguf.py"), str(hf_dir),
            "--outfile", str(out), "--outtype", outtype]
-    if any(f in str(hf_dir) for f in MOE_FAMILIES):
+    if any(f in Path(hf_dir).name for f in MOE_FAMILIES):
         cmd = [sys.executable, "-c", CONVERT_SHIM, str(llama_cpp)] + cmd[2:]
     print("  $", " ".join(cmd), flush=True)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode != 0:
         print(res.stdout[-4000:], res.stderr[-4000:])
         raise SystemExit(f"conversion failed: {hf_dir}")
+
+
+def quantize(llama_quantize, src, out, qtype):
+    """llama.cpp's llama-quantize, one thread (K-quants without an imatrix are deterministic)."""
+    cmd = [str(llama_quantize), str(src), str(out), qtype, "1"]
+    print("  $", " ".join(cmd), flush=True)
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(res.stdout[-4000:], res.stderr[-4000:])
+        raise SystemExit(f"llama-quantize failed: {src}")
+    assert "fallback" not in res.stdout + res.stderr, (res.stdout + res.stderr)[-4000:]
+
+
+def tensor_types(path):
+    """{tensor name: GGML type name} of a GGUF."""
+    from gguf import GGUFReader
+    return {t.name: t.tensor_type.name for t in GGUFReader(str(path)).tensors}
 
 
 def gguf_kv(path):
@@ -273,7 +315,7 @@ def load_gguf_as_hf(path):
     The layer pattern (every 6th layer global) is transformers' and llama.cpp's common default."""
     from transformers import AutoConfig, AutoModelForCausalLM
     path = Path(path)
-    for family in MOE_FAMILIES:
+    for family in sorted(MOE_FAMILIES, key=len, reverse=True):  # tiny-qwen3moe-h256 before tiny-qwen3moe
         if path.name.startswith(f"tiny-{family}"):
             return load_moe_gguf(path, family)
     kw = dict(gguf_file=path.name)
@@ -328,11 +370,67 @@ def sensitivity(model, config):
         assert nmse > 1e-4, f"gemma3 fixture does not depend on: {tag}"
 
 
+QTOL_K = 0.5
+
+
+def q4_k_dequant(raw, bug=None):
+    """ggml's dequantize_row_q4_K in numpy (144-byte blocks: d, dmin (f16), 12 bytes of 6-bit
+    scales/mins, 128 bytes of nibbles), optionally with a plausible kernel bug."""
+    import numpy as np
+    b = np.asarray(raw).reshape(-1, 144)
+    d = b[:, 0:2].copy().view(np.float16).astype(np.float32)
+    dmin = b[:, 2:4].copy().view(np.float16).astype(np.float32)
+    sc, qs = b[:, 4:16].astype(np.int32), b[:, 16:144].astype(np.int32)
+
+    def scale_min(j):  # get_scale_min_k4
+        if j < 4:
+            return sc[:, j] & 63, sc[:, j + 4] & 63
+        if bug == "scale high bits dropped":
+            return sc[:, j + 4] & 0xF, sc[:, j + 4] >> 4
+        return (sc[:, j + 4] & 0xF) | ((sc[:, j - 4] >> 6) << 4), (sc[:, j + 4] >> 4) | ((sc[:, j] >> 6) << 4)
+    out = np.empty((b.shape[0], 256), np.float32)
+    for j in range(8):  # sub-block j: nibbles low (j even) / high (j odd) of qs[32*(j//2) ..][:32]
+        q = qs[:, 32 * (j // 2):32 * (j // 2) + 32]
+        q = (q >> 4) if (j % 2) != (bug == "nibbles swapped") else (q & 0xF)
+        s_, m_ = scale_min(6 if bug == "last sub-block uses the previous scale" and j == 7 else j)
+        out[:, 32 * j:32 * j + 32] = d * s_[:, None] * q - (0 if bug == "min ignored" else dmin * m_[:, None])
+    return out
+
+
+@torch.no_grad()
+def k_quant_sensitivity(path, family, back):
+    """The Q4_K fixture must catch a wrong Q4_K expert decode: the same model with the routed
+    experts' Q4_K tensors decoded with a plausible bug differs clearly (max |dlogit| far above the
+    Rust test's 2e-3) from the correct decode, which is checked equal to gguf-py's first."""
+    import numpy as np
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    exps = [t for t in GGUFReader(str(path)).tensors if t.tensor_type.name == "Q4_K" and "_exps" in t.name]
+    assert exps
+    for t in exps:
+        assert np.array_equal(q4_k_dequant(t.data).reshape(-1),
+                              np.asarray(dequantize(t.data, t.tensor_type), np.float32).reshape(-1)), t.name
+    for bug in ("min ignored", "nibbles swapped", "scale high bits dropped", "last sub-block uses the previous scale"):
+        other = load_moe_gguf(path, family)
+        for t in exps:
+            a = torch.from_numpy(q4_k_dequant(t.data, bug)).reshape([int(x) for x in reversed(t.shape.tolist())])
+            ex = other.model.layers[int(t.name.split(".")[1])].mlp.experts
+            f = ex.gate_up_proj.shape[1] // 2
+            {"ffn_gate_exps.weight": lambda: ex.gate_up_proj[:, :f].copy_(a),
+             "ffn_up_exps.weight": lambda: ex.gate_up_proj[:, f:].copy_(a),
+             "ffn_down_exps.weight": lambda: ex.down_proj.copy_(a)}[t.name.split(".", 2)[2]]()
+        err, scale, nmse, same = compare(back, other, f"{path.name} vs Q4_K experts with '{bug}'")
+        assert err > 1.0, f"{path.name} does not catch a Q4_K expert decode with '{bug}'"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--llama-cpp", required=True, help="path to llama.cpp source (has convert_hf_to_gguf.py)")
+    ap.add_argument("--llama-quantize", default=None,
+                    help="llama-quantize binary (default: <llama-cpp>/build/bin/llama-quantize)")
     ap.add_argument("--families", default=None, help="comma-separated subset (default: all)")
     a = ap.parse_args()
+    llama_quantize = Path(a.llama_quantize or Path(a.llama_cpp) / "build" / "bin" / "llama-quantize")
     make_tokenizer()
     FIXTURES.mkdir(parents=True, exist_ok=True)
     report = {}
@@ -342,11 +440,30 @@ def main():
         print(f"== tiny-{family}", flush=True)
         model = build(family, config, seed)
         hf_dir = save_hf(family, model)
-        outs = [(f"tiny-{family}", "f32")] + (
-            [(f"tiny-{family}-q8_0", "q8_0")] if family in ("llama",) + MOE_FAMILIES else [])
-        for name, outtype in outs:
-            out = FIXTURES / f"{name}.gguf"
-            convert(a.llama_cpp, hf_dir, out, outtype)
+        if family in LLAMA_QUANTIZE:  # f32 GGUF in the work folder only, then llama-quantize
+            qtype = LLAMA_QUANTIZE[family]
+            outs = [(f"tiny-{family}", "f32", WORK / f"tiny-{family}.gguf"),
+                    (f"tiny-{family}-{qtype.lower()}", qtype, FIXTURES / f"tiny-{family}-{qtype.lower()}.gguf")]
+        else:
+            outs = [(f"tiny-{family}", "f32")] + (
+                [(f"tiny-{family}-q8_0", "q8_0")] if family in ("llama", "qwen3moe", "glm4moe") else [])
+            outs = [(name, outtype, FIXTURES / f"{name}.gguf") for name, outtype in outs]
+        for name, outtype, out in outs:
+            if outtype in ("f32", "q8_0"):
+                convert(a.llama_cpp, hf_dir, out, outtype)
+            else:
+                quantize(llama_quantize, outs[0][2], out, outtype)
+                types = tensor_types(out)
+                print(f"  {out.name}: {out.stat().st_size} bytes; tensor types:", flush=True)
+                for t, ty in types.items():
+                    print(f"    {t:32s} {ty}", flush=True)
+                counts = {}
+                for ty in types.values():
+                    counts[ty] = counts.get(ty, 0) + 1
+                print(f"  counts: {counts}", flush=True)
+                # the point of the fixture: the routed experts' gate/up really are Q4_K
+                assert all(ty == "Q4_K" for t, ty in types.items() if t.endswith(("ffn_gate_exps.weight",
+                                                                                   "ffn_up_exps.weight"))), types
             kv = gguf_kv(out)
             print("  " + ", ".join(f"{k}={v}" for k, v in kv.items()
                                   if k.startswith(kv["general.architecture"] + ".") or k in
@@ -359,10 +476,14 @@ def main():
             # MoE q8_0: the noise also flips a few routing choices (a discontinuity), NMSE ~2e-2;
             # the goldens are made from the q8_0 GGUF itself, so this only bounds the damage
             q8_tol = 5e-2 if family in MOE_FAMILIES else 1e-2
-            ok = (err <= 1e-3 * max(1.0, scale) and same) if outtype == "f32" else nmse < q8_tol
+            # Q4_K_M (weight NMSE ~3e-3, 100x Q8_0's): QTOL_K bounds the damage the same way
+            q_tol = QTOL_K if outtype in LLAMA_QUANTIZE.values() else q8_tol
+            ok = (err <= 1e-3 * max(1.0, scale) and same) if outtype == "f32" else nmse < q_tol
             report[name] = {"max_abs_dlogit": err, "max_abs_logit": scale, "nmse": nmse, "argmax_equal": same,
                             "ok": ok}
             assert ok, f"{name}: GGUF round trip mismatch"
+            if outtype == "Q4_K_M":
+                k_quant_sensitivity(out, family, back)
         if family == "gemma3":
             sensitivity(model, config)
     print(json.dumps(report, indent=1))
