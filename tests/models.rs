@@ -47,6 +47,8 @@ struct Tolerance {
     max_abs: f32,
     /// Greedy tokens compared (at most; fewer when a margin is too thin to call).
     greedy: usize,
+    /// Most relative difference of the perplexity from the golden's.
+    perplexity: f64,
 }
 
 fn check_golden(file: &str, tol: Tolerance) {
@@ -136,7 +138,7 @@ fn check_golden(file: &str, tol: Tolerance) {
         );
         let rel = (got.value - want).abs() / want;
         assert!(
-            rel < 0.02,
+            rel < tol.perplexity,
             "{file}: perplexity {} vs transformers {want} ({:.2}% off)",
             got.value,
             rel * 100.0
@@ -156,6 +158,7 @@ fn tiny_llama() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -167,6 +170,7 @@ fn tiny_llama_q8_0() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -178,6 +182,7 @@ fn tiny_qwen2() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -189,6 +194,7 @@ fn tiny_qwen3() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -200,6 +206,8 @@ fn tiny_gemma3() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            // 1.6% off transformers (every other tiny model: 0.000%), not yet explained.
+            perplexity: 0.02,
         },
     );
 }
@@ -211,6 +219,7 @@ fn smollm2_135m_instruct() {
         Tolerance {
             max_abs: 0.05,
             greedy: 16,
+            perplexity: 0.02,
         },
     );
 }
@@ -222,6 +231,7 @@ fn gemma3_270m() {
         Tolerance {
             max_abs: 0.05,
             greedy: 16,
+            perplexity: 0.02,
         },
     );
 }
@@ -233,6 +243,7 @@ fn tiny_qwen3moe() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -244,6 +255,7 @@ fn tiny_qwen3moe_q8_0() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -259,6 +271,7 @@ fn tiny_qwen3moe_h256_q4_k_m() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -270,6 +283,7 @@ fn tiny_glm4moe() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
@@ -281,6 +295,7 @@ fn tiny_glm4moe_q8_0() {
         Tolerance {
             max_abs: 2e-3,
             greedy: 24,
+            perplexity: 0.01,
         },
     );
 }
