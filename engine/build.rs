@@ -132,8 +132,7 @@ fn main() {
         let variants: Vec<(Variant, bool)> = variants
             .into_iter()
             .flat_map(|v| {
-                let sg = subgroups
-                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), true));
+                let sg = subgroups.then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), true));
                 std::iter::once((v, false)).chain(sg)
             })
             .collect();

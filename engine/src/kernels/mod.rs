@@ -932,12 +932,7 @@ pub fn attention(
     }
     let hd = ("HD", heads.head_dim);
     let pipeline = gpu.pipeline(&PipelineKey {
-        shader: reduce_variant(
-            gpu,
-            "attention".into(),
-            ATTN_WG,
-            opts.subgroups,
-        ),
+        shader: reduce_variant(gpu, "attention".into(), ATTN_WG, opts.subgroups),
         constants: vec![hd],
         layout: ATTN_LAYOUT,
     })?;
