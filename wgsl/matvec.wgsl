@@ -11,9 +11,9 @@
 // (flags bit 2), x' = RMSNorm(x) * norm_w, folded into the row pass (common/rms_fold.wgsl), which
 // saves the separate norm dispatch; otherwise x' = x.
 // Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
-// units (unit_dot, common/unit_dot.wgsl or the type's twin) and reduce their partial sums with
-// row_sum (common/reduce.wgsl: a
-// tree in workgroup memory; in the `_sg` variants, subgroupAdd and one step across subgroups).
+// units (unit_dot, common/unit_dot.wgsl or the type's twin) and reduce their partial sums, with
+// the prologue's sum of x^2, by row_sum4 (common/reduce.wgsl: a tree in workgroup memory; in the
+// `_sg` variants, subgroupAdd and one step across subgroups).
 // Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
 
 override WG: u32 = 256u;
