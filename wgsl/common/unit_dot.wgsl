@@ -3,6 +3,8 @@
 // row's blocks start at block rb of `w`; unit_dot2(gb, ub, u, xo) the same unit of a gate row
 // (blocks from gb) and an up row (from ub) at once, reading x' once. x' comes from the includer's
 // `fn xv(i: u32) -> vec4<f32>`: elements 4 (i - xo) .. + 4 of the vector the row is dotted with.
+// Every unit function, here and in the twins, calls xv exactly once for each vec4 of x its unit
+// covers (common/rms_fold.wgsl sums x^2 through those calls).
 // This is the generic unit, 8 weights from dequant8; a type whose blocks allow a cheaper one has
 // a twin common/unit_dot_<qtype>.wgsl with the same functions (build.rs swaps it in). The host
 // knows each type's UNIT (kernels::decode_unit). Include-only; the includer gets QK, `w` and
