@@ -560,7 +560,8 @@ impl MoeBuffers {
 /// The routed part of one MoE FFN after the router logits are in `b.logits`: decode kernels for
 /// one token (reading `x_dec`, with the norm prologue when `norm` is given), batched kernels for
 /// more (reading the normalised `x_batch`), accumulating into `residual`; the decode kernels in
-/// `shape` (as for [`gate_up`]).
+/// `shape` (as for [`gate_up`]). The one MoE dispatch order: the model's recipe
+/// (`model/recipe.rs`) and the kernel tests both record it through here.
 #[allow(clippy::too_many_arguments)]
 pub fn routed(
     gpu: &Gpu,

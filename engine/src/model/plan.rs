@@ -1,0 +1,154 @@
+//! The memory plan of a session, made once (llama2.c's `RunState`): activation buffers sized for
+//! one pass of `ubatch` tokens, the KV cache for `ctx` positions, and the checks that each fits a
+//! storage binding of the adapter, so a model too large for its settings fails here with what to
+//! lower rather than in a kernel.
+
+use crate::gpu::Gpu;
+use crate::kernels::{self, moe, Heads, StepUniform};
+use crate::{Error, Result};
+
+use super::{Ffn, Model};
+
+#[derive(Clone, Copy, Debug)]
+pub struct SessionOptions {
+    /// KV-cache capacity in positions.
+    pub ctx: u32,
+    /// Most tokens one forward pass takes (prompt chunks are cut to this).
+    pub ubatch: u32,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            ctx: 4096,
+            ubatch: 256,
+        }
+    }
+}
+
+/// Activation buffers, sized for one pass of `ubatch` tokens.
+pub(super) struct Activations {
+    pub tokens: wgpu::Buffer,         // [ubatch] u32
+    pub x: wgpu::Buffer,              // [ubatch, n_embd] the residual stream
+    pub xn: wgpu::Buffer, // [ubatch, n_embd] normalised input of a block (batched passes)
+    pub tmp: wgpu::Buffer, // [ubatch, n_embd] block output before its post-norm (Gemma)
+    pub qkv: wgpu::Buffer, // [ubatch, (n_head + 2 n_kv_head) * head_dim]
+    pub attn: wgpu::Buffer, // [ubatch, n_head * head_dim]
+    pub attn_partial: wgpu::Buffer, // [n_head, MAX_ATTN_SPLITS, head_dim + 4] split attention's partial results
+    pub gate_up: wgpu::Buffer,      // [ubatch, 2 n_ff] (batched passes)
+    pub hidden: wgpu::Buffer,       // [ubatch, n_ff]
+    pub out_norm: wgpu::Buffer,     // [max_out, n_embd]
+    pub logits: wgpu::Buffer,       // [max_out, n_vocab]
+    pub argmax_partial: wgpu::Buffer, // [argmax_partial_len] words: greedy sampling's slice winners
+    pub step: wgpu::Buffer,         // StepUniform
+    pub dummy: wgpu::Buffer,        // bound where a kernel's optional input is absent
+    pub moe: Option<moe::MoeBuffers>, // router logits, routes, token lists, expert activations
+}
+
+/// One layer's KV cache: keys and values, `[ctx, n_kv_head * head_dim]` f32 each.
+pub(super) struct LayerKv {
+    pub k: wgpu::Buffer,
+    pub v: wgpu::Buffer,
+}
+
+/// Everything a session allocates up front.
+pub(super) struct Plan {
+    pub act: Activations,
+    pub kv: Vec<LayerKv>,
+    /// Most rows of logits one pass can return.
+    pub max_out: u32,
+}
+
+impl Plan {
+    pub fn new(gpu: &Gpu, model: &Model, opts: SessionOptions) -> Result<Plan> {
+        let c = &model.config;
+        if opts.ctx == 0 || opts.ubatch == 0 {
+            return Err(Error::InvalidArgument(
+                "context and batch must be positive".into(),
+            ));
+        }
+        let b = opts.ubatch as u64;
+        let f = 4u64;
+        let q_dim = (c.n_head * c.head_dim) as u64;
+        let kv_dim = (c.n_kv_head * c.head_dim) as u64;
+        let max_binding = gpu.max_binding();
+        let max_out = ((max_binding / (c.n_vocab as u64 * f)).min(b) as u32).max(1);
+        // Widest dense FFN (dense layers, shared experts).
+        let n_ff = model
+            .weights
+            .layers
+            .iter()
+            .map(|l| match &l.ffn {
+                Ffn::Dense(d) => d.n_ff,
+                Ffn::Moe(m) => m.shared.as_ref().map_or(0, |d| d.n_ff),
+            })
+            .max()
+            .unwrap_or(c.n_ff)
+            .max(1) as u64;
+        for (what, size) in [
+            ("the activations of one batch", b * 2 * n_ff * f),
+            ("the logits", max_out as u64 * c.n_vocab as u64 * f),
+        ] {
+            if size > max_binding {
+                return Err(Error::Limits {
+                    what: format!("a storage binding for {what} (lower the batch size)"),
+                    need: size,
+                    have: max_binding,
+                });
+            }
+        }
+        let kv_bytes = kv_dim * opts.ctx as u64 * f;
+        if kv_bytes > max_binding {
+            return Err(Error::Limits {
+                what: format!(
+                    "a storage binding for one layer's KV cache of {} positions (lower the context)",
+                    opts.ctx
+                ),
+                need: kv_bytes,
+                have: max_binding,
+            });
+        }
+        let s = |label: &str, n: u64| gpu.storage(label, n * f);
+        let heads = Heads {
+            n_head: c.n_head,
+            n_kv_head: c.n_kv_head,
+            head_dim: c.head_dim,
+            ctx: opts.ctx,
+        };
+        let act = Activations {
+            tokens: s("tokens", b)?,
+            x: s("x", b * c.n_embd as u64)?,
+            xn: s("xn", b * c.n_embd as u64)?,
+            tmp: s("tmp", b * c.n_embd as u64)?,
+            qkv: s("qkv", b * (q_dim + 2 * kv_dim))?,
+            attn: s("attn", b * q_dim)?,
+            attn_partial: s("attn_partial", kernels::attention_partial_len(&heads))?,
+            gate_up: s("gate_up", b * 2 * n_ff)?,
+            hidden: s("hidden", b * n_ff)?,
+            out_norm: s("out_norm", max_out as u64 * c.n_embd as u64)?,
+            logits: s("logits", max_out as u64 * c.n_vocab as u64)?,
+            argmax_partial: s("argmax_partial", kernels::argmax_partial_len(c.n_vocab))?,
+            step: gpu.uniform("step", &StepUniform::default()),
+            dummy: s("dummy", 4)?,
+            moe: match &c.moe {
+                Some(m) => Some(moe::MoeBuffers::new(
+                    gpu,
+                    &m.routing,
+                    c.n_embd,
+                    m.n_ff_exp,
+                    opts.ubatch,
+                )?),
+                None => None,
+            },
+        };
+        let kv = (0..c.n_layer)
+            .map(|i| {
+                Ok(LayerKv {
+                    k: gpu.storage(&format!("k_cache.{i}"), kv_bytes)?,
+                    v: gpu.storage(&format!("v_cache.{i}"), kv_bytes)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Plan { act, kv, max_out })
+    }
+}

@@ -1,0 +1,78 @@
+//! Per-kernel GPU time of one pass, from timestamp queries: the first thing to read before
+//! changing a kernel (shared/MEASURE.md).
+
+use crate::kernels::{Dispatch, StepInfo, StepUniform};
+use crate::{Error, Result};
+
+use super::Session;
+
+impl Session {
+    /// Times each dispatch of one pass of `n_tokens` at the current position with GPU timestamps
+    /// (one compute pass per dispatch, so the total exceeds a normal pass's time by the pass
+    /// overheads). Returns (label, nanoseconds) in dispatch order; the cache is left unchanged.
+    pub async fn profile(&mut self, n_tokens: u32) -> Result<Vec<(String, f64)>> {
+        self.discard_ahead();
+        let gpu = self.model.gpu.clone();
+        if !gpu.features.timestamps {
+            return Err(Error::Gpu("this adapter has no timestamp queries".into()));
+        }
+        self.check_tokens(&vec![0; n_tokens as usize])?;
+        let s = StepInfo {
+            n_tokens,
+            pos: self.pos,
+            n_out: 1,
+        };
+        let active: Vec<&Dispatch> = self
+            .forward
+            .iter()
+            .chain(&self.greedy)
+            .filter(|d| (d.grid)(&s).is_some())
+            .collect();
+        let count = 2 * active.len() as u32;
+        let queries = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("profile"),
+            ty: wgpu::QueryType::Timestamp,
+            count,
+        });
+        let resolved = gpu.storage("profile", count as u64 * 8)?;
+        let resolved_dst = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("profile"),
+            size: count as u64 * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        gpu.queue
+            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        for (i, d) in active.iter().enumerate() {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: &queries,
+                    beginning_of_pass_write_index: Some(2 * i as u32),
+                    end_of_pass_write_index: Some(2 * i as u32 + 1),
+                }),
+            });
+            d.record(&mut pass, &s);
+        }
+        encoder.resolve_query_set(&queries, 0..count, &resolved_dst, 0);
+        encoder.copy_buffer_to_buffer(&resolved_dst, 0, &resolved, 0, count as u64 * 8);
+        gpu.submit(encoder.finish());
+        // Its argmax overwrote the GPU's input token for the next decode step.
+        if let Some(id) = self.sampled {
+            gpu.queue
+                .write_buffer(&self.act.tokens, 0, bytemuck::bytes_of(&id));
+        }
+        let ticks: Vec<u64> =
+            bytemuck::pod_collect_to_vec(&gpu.read(&resolved, 0, count as u64 * 8).await?);
+        let period = gpu.queue.get_timestamp_period() as f64;
+        Ok(active
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period;
+                (d.label.clone(), ns)
+            })
+            .collect())
+    }
+}

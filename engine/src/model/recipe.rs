@@ -1,0 +1,346 @@
+//! The forward pass as a recipe: a [`Recorder`] owns the session's buffers and offers the steps a
+//! layer is made of, so [`record_forward`] reads as the model's paper does. Decode passes (one
+//! token) take the fused kernels (the RMSNorm in the matvec prologue, gate/up/activation in one
+//! matvec, RoPE and the KV store in attention's prologue); batched passes take the norm, the
+//! tiled matmuls and the activation one by one. Each step records both; a dispatch's grid rule
+//! (`When`) picks which run in a given pass.
+
+use crate::gpu::Gpu;
+use crate::kernels::{
+    self, moe, AttnOpts, DecodeRope, Dispatch, GpuWeight, Heads, KvBuffers, MatOpts, NormOpts,
+    Rows, When,
+};
+use crate::{Error, Result};
+
+use super::plan::{Activations, LayerKv};
+use super::{DenseFfn, Ffn, Layer, Model, MoeFfn};
+
+/// The forward pass of `model` over the session's activations and KV cache, as a list of
+/// dispatches recorded once and replayed for every pass.
+pub(super) fn record_forward(
+    gpu: &Gpu,
+    model: &Model,
+    act: &Activations,
+    kv: &[LayerKv],
+    ctx: u32,
+) -> Result<Vec<Dispatch>> {
+    let mut r = Recorder {
+        gpu,
+        model,
+        a: act,
+        ctx,
+        d: Vec::new(),
+    };
+    r.embed()?;
+    for (il, (layer, kv)) in model.weights.layers.iter().zip(kv).enumerate() {
+        r.attention_block(il as u32, layer, kv)?;
+        match &layer.ffn {
+            Ffn::Dense(f) => r.dense_ffn(layer, f)?,
+            Ffn::Moe(m) => r.moe_ffn(layer, m)?,
+        }
+    }
+    r.output()?;
+    Ok(r.d)
+}
+
+/// Records dispatches over one session's buffers.
+struct Recorder<'a> {
+    gpu: &'a Gpu,
+    model: &'a Model,
+    a: &'a Activations,
+    ctx: u32,
+    d: Vec<Dispatch>,
+}
+
+impl Recorder<'_> {
+    /// `x = embed_scale * token_embd[tokens]`.
+    fn embed(&mut self) -> Result<()> {
+        let (w, a) = (&self.model.weights, self.a);
+        let scale = self.model.config.embed_scale;
+        let d = kernels::embed(self.gpu, &w.token_embd, &a.tokens, &a.x, &a.step, scale)?;
+        self.d.extend(d);
+        Ok(())
+    }
+
+    /// Pre-norm attention: `qkv = Wqkv RMSNorm(x) (+ b)`, q/k norm and RoPE, the KV-cache store,
+    /// attention over the cache, then `x += Wo attn` (through the post-norm where there is one).
+    fn attention_block(&mut self, il: u32, l: &Layer, kv: &LayerKv) -> Result<()> {
+        let (c, a) = (&self.model.config, self.a);
+        let sliding = c.is_sliding(il);
+        self.normed_mat(&l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref())?;
+        let qk_norm = match (&l.q_norm, &l.k_norm) {
+            (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
+            _ => None,
+        };
+        let rope = if sliding { c.rope_local } else { c.rope };
+        let heads = self.heads();
+        // Decode passes do this in attention's prologue.
+        let kv_buffers = KvBuffers {
+            qkv: &a.qkv,
+            k_cache: &kv.k,
+            v_cache: &kv.v,
+        };
+        let store = kernels::rope_store(
+            self.gpu,
+            &kv_buffers,
+            &a.step,
+            heads,
+            rope,
+            qk_norm,
+            &a.dummy,
+        )?;
+        self.d.push(store.only(When::Batch));
+        let attention = kernels::attention(
+            self.gpu,
+            &a.qkv,
+            &kv.k,
+            &kv.v,
+            &a.attn,
+            &a.attn_partial,
+            &a.step,
+            heads,
+            AttnOpts {
+                scale: c.attn_scale,
+                window: match c.sliding_window {
+                    Some(sw) if sliding => sw.size,
+                    _ => 0,
+                },
+                softcap: c.attn_softcap,
+                decode_rope: Some(DecodeRope { rope, qk_norm }),
+                subgroups: true,
+            },
+        )?;
+        self.d.extend(attention);
+        self.residual(&l.wo, &l.post_attn_norm, &a.attn)
+    }
+
+    /// Dense FFN: `hidden = act(G x') * (U x')` with `x' = RMSNorm(x)`, then `x += D hidden`.
+    fn dense_ffn(&mut self, l: &Layer, f: &DenseFfn) -> Result<()> {
+        self.ffn_in(l, f, true)?;
+        self.residual(&f.down, &l.post_ffn_norm, &self.a.hidden)
+    }
+
+    /// Mixture of experts: router logits from `RMSNorm(x)`, then the routed experts on the GPU
+    /// ([`moe::routed`]: top-k and weights, the k experts' gate/up and down, their weighted sum
+    /// added to `x`), and the shared expert beside them.
+    fn moe_ffn(&mut self, l: &Layer, m: &MoeFfn) -> Result<()> {
+        let (c, a) = (&self.model.config, self.a);
+        let (Some(mc), Some(mb)) = (&c.moe, &a.moe) else {
+            return Err(Error::InvalidArgument(
+                "an MoE layer in a model without MoE metadata".into(),
+            ));
+        };
+        // Batched passes: the norm into xn, which the experts read too.
+        self.normed_mat(&m.router, &l.ffn_norm, &mb.logits, None)?;
+        // The shared expert's input side reads x (or xn), so it goes before anything adds to x.
+        if let Some(sh) = &m.shared {
+            self.ffn_in(l, sh, false)?;
+        }
+        let routed = moe::routed(
+            self.gpu,
+            &mc.routing,
+            m.bias.as_ref(),
+            &m.gate_up,
+            &m.down,
+            &a.x,
+            Some((&l.ffn_norm, c.rms_eps)),
+            &a.xn,
+            &a.x,
+            mb,
+            &a.step,
+            &a.dummy,
+            c.activation,
+            None,
+        )?;
+        self.d.extend(routed);
+        if let Some(sh) = &m.shared {
+            self.residual(&sh.down, &l.post_ffn_norm, &a.hidden)?;
+        }
+        Ok(())
+    }
+
+    /// `out_norm = RMSNorm(x)` of the rows that want logits, then `logits = W_out out_norm`.
+    fn output(&mut self) -> Result<()> {
+        let (c, w, a) = (&self.model.config, &self.model.weights, self.a);
+        let norm = NormOpts {
+            accumulate: false,
+            rows: Rows::Out,
+            when: When::Always,
+            subgroups: true,
+        };
+        let d = kernels::rmsnorm(
+            self.gpu,
+            &a.x,
+            &w.output_norm,
+            &a.out_norm,
+            &a.step,
+            c.n_embd,
+            c.rms_eps,
+            norm,
+        )?;
+        self.d.push(d);
+        let out = w.output.as_ref().unwrap_or(&w.token_embd);
+        let opts = MatOpts {
+            rows: Rows::Out,
+            ..Default::default()
+        };
+        self.mat(out, &a.out_norm, &a.logits, &opts)
+    }
+
+    // -- the steps the blocks above are made of
+
+    fn heads(&self) -> Heads {
+        let c = &self.model.config;
+        Heads {
+            n_head: c.n_head,
+            n_kv_head: c.n_kv_head,
+            head_dim: c.head_dim,
+            ctx: self.ctx,
+        }
+    }
+
+    fn mat(
+        &mut self,
+        w: &GpuWeight,
+        x: &wgpu::Buffer,
+        y: &wgpu::Buffer,
+        opts: &MatOpts,
+    ) -> Result<()> {
+        let a = self.a;
+        let d = kernels::mat(self.gpu, w, x, y, &a.step, &a.dummy, opts)?;
+        self.d.extend(d);
+        Ok(())
+    }
+
+    /// `y = RMSNorm(x) * weight` over the pass's tokens (`accumulate`: `y +=`).
+    fn norm(
+        &mut self,
+        x: &wgpu::Buffer,
+        weight: &wgpu::Buffer,
+        y: &wgpu::Buffer,
+        accumulate: bool,
+        when: When,
+    ) -> Result<()> {
+        let c = &self.model.config;
+        let opts = NormOpts {
+            accumulate,
+            rows: Rows::Tokens,
+            when,
+            subgroups: true,
+        };
+        let d = kernels::rmsnorm(
+            self.gpu,
+            x,
+            weight,
+            y,
+            &self.a.step,
+            c.n_embd,
+            c.rms_eps,
+            opts,
+        )?;
+        self.d.push(d);
+        Ok(())
+    }
+
+    /// `y = W RMSNorm(x) (+ bias)`: fused for decode, the norm into `xn` then the matmul for
+    /// batches.
+    fn normed_mat(
+        &mut self,
+        w: &GpuWeight,
+        norm_w: &wgpu::Buffer,
+        y: &wgpu::Buffer,
+        bias: Option<&wgpu::Buffer>,
+    ) -> Result<()> {
+        let (eps, a) = (self.model.config.rms_eps, self.a);
+        let decode = MatOpts {
+            bias,
+            norm: Some((norm_w, eps)),
+            when: When::Decode,
+            ..Default::default()
+        };
+        self.mat(w, &a.x, y, &decode)?;
+        self.norm(&a.x, norm_w, &a.xn, false, When::Batch)?;
+        let batch = MatOpts {
+            bias,
+            when: When::Batch,
+            ..Default::default()
+        };
+        self.mat(w, &a.xn, y, &batch)
+    }
+
+    /// `x += W input`, or through the post-norm where the model has one (Gemma):
+    /// `x += RMSNorm(W input)`.
+    fn residual(
+        &mut self,
+        w: &GpuWeight,
+        post_norm: &Option<wgpu::Buffer>,
+        input: &wgpu::Buffer,
+    ) -> Result<()> {
+        let a = self.a;
+        match post_norm {
+            None => {
+                let opts = MatOpts {
+                    accumulate: true,
+                    ..Default::default()
+                };
+                self.mat(w, input, &a.x, &opts)
+            }
+            Some(pn) => {
+                self.mat(w, input, &a.tmp, &MatOpts::default())?;
+                self.norm(&a.tmp, pn, &a.x, true, When::Always)
+            }
+        }
+    }
+
+    /// The FFN's input side into `hidden`: one fused matvec (norm, gate, up, activation) for
+    /// decode when gate and up share a buffer; for batches the norm into `xn` (unless
+    /// `batch_norm` is false: an earlier dispatch of this layer made it), the matmul and the
+    /// activation.
+    fn ffn_in(&mut self, l: &Layer, f: &DenseFfn, batch_norm: bool) -> Result<()> {
+        let (c, a) = (&self.model.config, self.a);
+        let norm = Some((&l.ffn_norm, c.rms_eps));
+        let fused = kernels::matvec_glu(
+            self.gpu,
+            &f.gate_up,
+            &a.x,
+            &a.hidden,
+            &a.dummy,
+            norm,
+            c.activation,
+        )?;
+        let glu_when = match fused {
+            Some(fd) => {
+                self.d.push(fd);
+                When::Batch
+            }
+            None => {
+                let decode = MatOpts {
+                    norm,
+                    when: When::Decode,
+                    ..Default::default()
+                };
+                self.mat(&f.gate_up, &a.x, &a.gate_up, &decode)?;
+                When::Always
+            }
+        };
+        if batch_norm {
+            self.norm(&a.x, &l.ffn_norm, &a.xn, false, When::Batch)?;
+        }
+        let batch = MatOpts {
+            when: When::Batch,
+            ..Default::default()
+        };
+        self.mat(&f.gate_up, &a.xn, &a.gate_up, &batch)?;
+        let glu = kernels::glu(
+            self.gpu,
+            &a.gate_up,
+            &a.hidden,
+            &a.step,
+            f.n_ff,
+            c.activation,
+            glu_when,
+        )?;
+        self.d.push(glu);
+        Ok(())
+    }
+}
