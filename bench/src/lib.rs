@@ -269,6 +269,18 @@ pub fn preset(name: &str) -> Option<Shape> {
             moe: Some((128, 8, 768)),
             ..base
         },
+        "qwen3-8b" => Shape {
+            arch: "qwen3",
+            name: "Qwen3-8B-synthetic",
+            n_layer: 36,
+            n_embd: 4096,
+            n_ff: 12288,
+            n_head: 32,
+            n_kv_head: 8,
+            head_dim: 128,
+            n_vocab: 151936,
+            ..base
+        },
         "qwen3moe-tiny" => Shape {
             name: "qwen3moe-tiny-synthetic",
             n_layer: 2,
@@ -305,7 +317,7 @@ pub fn preset(name: &str) -> Option<Shape> {
     })
 }
 
-pub const PRESETS: &[&str] = &["qwen3-30b-a3b", "smollm2-135m", "qwen3moe-tiny"];
+pub const PRESETS: &[&str] = &["qwen3-30b-a3b", "qwen3-8b", "smollm2-135m", "qwen3moe-tiny"];
 
 /// GPT-2's byte-to-unicode map: the printable stand-in for each byte in byte-level BPE vocabularies.
 fn byte_token(b: u8) -> String {

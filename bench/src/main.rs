@@ -10,8 +10,8 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(about = "Synthetic GGUF models with real shapes and random weights")]
 struct Args {
-    /// One of: qwen3-30b-a3b, smollm2-135m, qwen3moe-tiny.
-    #[arg(long)]
+    /// The model's shape.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(tandem_gen::PRESETS))]
     preset: String,
     #[arg(long)]
     out: PathBuf,

@@ -52,6 +52,10 @@ fn big_presets_have_the_expected_size() {
     let q = tandem_gen::model_spec(&tandem_gen::preset("qwen3-30b-a3b").unwrap());
     let gb = q.total_bytes() as f64 / 1e9;
     assert!((17.0..19.5).contains(&gb), "qwen3-30b-a3b: {gb:.2} GB");
+    // Qwen3-8B at Q4_K_M: llama.cpp's file is 5.03 GB (4.68 GB of it the 36 layers).
+    let d = tandem_gen::model_spec(&tandem_gen::preset("qwen3-8b").unwrap());
+    let gb = d.total_bytes() as f64 / 1e9;
+    assert!((4.6..5.3).contains(&gb), "qwen3-8b: {gb:.2} GB");
     let s = tandem_gen::model_spec(&tandem_gen::preset("smollm2-135m").unwrap());
     let mb = s.total_bytes() as f64 / 1e6;
     assert!((70.0..110.0).contains(&mb), "smollm2-135m: {mb:.1} MB");

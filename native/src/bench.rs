@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// Also time every kernel of one decode step with GPU timestamps
     #[arg(long)]
     pub profile: bool,
+    /// Tokens of the pass `--profile` times: 1 is a decode step, more a prompt chunk (at most
+    /// the batch size, `--ubatch`)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub profile_tokens: u32,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -60,7 +64,7 @@ fn prompt(index: usize, len: usize, n_vocab: u32) -> Vec<u32> {
 
 pub fn bench(args: BenchArgs) -> Result<()> {
     let mut model_args = args.model.clone();
-    let need = (args.prompt_tokens + args.gen_tokens) as u32;
+    let need = (args.prompt_tokens + args.gen_tokens) as u32 + args.profile_tokens;
     model_args.ctx = Some(model_args.ctx.unwrap_or(need).max(need));
     let mut l = load::load(&model_args)?;
     let n_vocab = l.session.model.config.n_vocab;
@@ -100,8 +104,8 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let mut kernels = BTreeMap::new();
     let mut kernel_total = 0.0;
     if args.profile {
-        // One decode step at the end of the last prompt's context.
-        let prof = pollster::block_on(s.profile(1))?;
+        // One pass at the end of the last prompt's context.
+        let prof = pollster::block_on(s.profile(args.profile_tokens))?;
         for (label, ns) in prof {
             // Group per-layer tensors: blk.7.ffn_up.weight -> ffn_up.weight.
             let key: Vec<&str> = label
@@ -124,6 +128,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             json!({
                 "adapter": s.model.gpu.describe(),
                 "prompts": args.prompts, "prompt_tokens": args.prompt_tokens, "gen_tokens": args.gen_tokens,
+                "profile_tokens": args.profile_tokens,
                 "prefill_tokens_per_second": {"median": pm, "min": pmin, "max": pmax},
                 "decode_tokens_per_second": {"median": dm, "min": dmin, "max": dmax},
                 "dispatches_per_token": dispatches,
@@ -140,7 +145,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             args.gen_tokens
         );
         if args.profile {
-            println!("one decode step, GPU time per kernel (one compute pass each):");
+            println!(
+                "one pass of {} token(s), GPU time per kernel (one compute pass each):",
+                args.profile_tokens
+            );
             for (k, (us, n)) in &kernels {
                 println!(
                     "  {k:28} x{n:<4} {us:10.1} us {:5.1}%",
