@@ -12,6 +12,8 @@
 struct Params {
     n_vocab: u32,
     row: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 override SLICE: u32 = 1024u;  // logits per workgroup, a multiple of 256 (kernels::ARGMAX_SLICE)

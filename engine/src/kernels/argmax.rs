@@ -3,6 +3,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+#[cfg(test)]
+use super::dispatch::KernelBinds;
 use super::dispatch::{Dispatch, When, MAX_GRID};
 use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::Result;
@@ -22,6 +24,24 @@ struct ArgmaxParams {
     row: u32,
     _pad: [u32; 2],
 }
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "argmax",
+        layout: ARGMAX_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<ArgmaxParams>())],
+        constants: &[("SLICE", ARGMAX_SLICE)],
+    },
+    KernelBinds {
+        stem: "argmax_combine",
+        layout: ARGMAX_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<ArgmaxParams>())],
+        constants: &[("SLICE", ARGMAX_SLICE)],
+    },
+];
 
 /// Words (u32) of the scratch buffer that argmax's stage 1 writes its per-slice winners to, one
 /// (f32 bits, id) pair per slice of `ARGMAX_SLICE` logits; allocate it once with the

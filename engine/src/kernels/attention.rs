@@ -4,6 +4,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{Dispatch, StepInfo, IN_OUT_LAYOUT};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
 use super::rope::{Heads, RopeConfig};
 use super::shape::reduce_variant;
 use crate::gpu::{Binding, Gpu, PipelineKey};
@@ -80,6 +82,27 @@ struct AttnParams {
     flags: u32,
     _pad: [u32; 2],
 }
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "attention",
+        layout: ATTN_LAYOUT,
+        unused: &[],
+        uniforms: &[(7, size_of::<AttnParams>()), (8, size_of::<StepUniform>())],
+        constants: &[("WG", ATTN_WG), ("TK", ATTN_TILE)],
+    },
+    KernelBinds {
+        stem: "attention_combine",
+        layout: IN_OUT_LAYOUT,
+        unused: &[],
+        uniforms: &[
+            (2, size_of::<CombineParams>()),
+            (3, size_of::<StepUniform>()),
+        ],
+        constants: &[("MAX_SPLITS", MAX_ATTN_SPLITS)],
+    },
+];
 
 pub struct AttnOpts<'a> {
     pub scale: f32,

@@ -196,3 +196,21 @@ pub(crate) const IN_OUT_LAYOUT: &[Binding] = &[
     Binding::Uniform,
     Binding::Uniform,
 ];
+
+/// What one WGSL kernel binds, as the Rust side binds it: each family file lists its kernels
+/// next to their layouts and `Params` (`BINDS`), and `kernels/tests/bindings.rs` checks every
+/// variant of every kernel in `gpu::shaders::SHADERS` against naga's reading of its WGSL.
+#[cfg(test)]
+pub(crate) struct KernelBinds {
+    /// The kernel's file in wgsl/ without `.wgsl`; its variants are `<stem>` or
+    /// `<stem>_<qtype>`, each with its `_sg` twin where the kernel has one.
+    pub stem: &'static str,
+    /// The bind group layout its pipelines are created with: binding i is `layout[i]`.
+    pub layout: &'static [Binding],
+    /// Bindings of `layout` the WGSL does not declare (a bind group shared with another kernel).
+    pub unused: &'static [u32],
+    /// (binding, size of the Rust value written to that uniform).
+    pub uniforms: &'static [(u32, usize)],
+    /// WGSL `const`s and `override` defaults that must equal these Rust values.
+    pub constants: &'static [(&'static str, u32)],
+}

@@ -3,6 +3,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{key, qtype_suffix, Dispatch, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
 use super::mat::GpuWeight;
 use crate::gpu::{Binding, Gpu};
 use crate::Result;
@@ -23,6 +25,15 @@ struct EmbedParams {
     row0: u32,
     scale: f32,
 }
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
+    stem: "embed",
+    layout: EMBED_LAYOUT,
+    unused: &[],
+    uniforms: &[(3, size_of::<EmbedParams>()), (4, size_of::<StepUniform>())],
+    constants: &[],
+}];
 
 /// `y[t, :] = scale * table[tokens[t], :]`.
 pub fn embed(

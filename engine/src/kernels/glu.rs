@@ -4,6 +4,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{grid_2d, key, Dispatch, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
 use crate::Result;
 
@@ -29,6 +31,15 @@ struct GluParams {
     stride: u32,
     up_offset: u32,
 }
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
+    stem: "glu",
+    layout: GLU_LAYOUT,
+    unused: &[],
+    uniforms: &[(3, size_of::<GluParams>()), (4, size_of::<StepUniform>())],
+    constants: &[],
+}];
 
 /// `h = act(gate) * up`, elementwise over `n` values per token, reading gate and up from the
 /// stacked output `gate_up` `[n_tokens, 2n]` of the stacked FFN weight.

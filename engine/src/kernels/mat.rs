@@ -5,8 +5,12 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{grid_2d, key, qtype_suffix, Dispatch, Rows, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
 use super::glu::Activation;
 use super::shape::MatvecShape;
+#[cfg(test)]
+use super::shape::MATVEC_WG;
 use crate::gpu::{Binding, Gpu};
 use crate::quant::GgmlType;
 use crate::Result;
@@ -50,6 +54,32 @@ struct MatParams {
     eps: f32,
     _pad: u32,
 }
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "matvec",
+        layout: MAT_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "matmul",
+        layout: MAT_LAYOUT,
+        // The bind group is the matvec's; only its norm prologue reads binding 6.
+        unused: &[6],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[],
+    },
+    KernelBinds {
+        stem: "matvec_glu",
+        layout: MATVEC_GLU_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<MatvecGluParams>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+];
 
 /// Options of a matrix product `y (+)= W x (+ bias)`.
 pub struct MatOpts<'a> {

@@ -40,4 +40,22 @@ pub use rope::{rope_store, Heads, KvBuffers, RopeConfig};
 pub use sample::{sample, SampleKernels};
 pub use shape::{decode_unit, matvec_rows, subgroups_fit, MatvecShape};
 
+#[cfg(test)]
+pub(crate) use dispatch::KernelBinds;
 pub(crate) use dispatch::{grid_2d, key, qtype_suffix, IN_OUT_LAYOUT};
+
+/// What every kernel binds, family by family, as the Rust side binds it: every variant in
+/// `gpu::shaders::SHADERS` must have its kernel here (`tests/bindings.rs` checks them against
+/// the WGSL).
+#[cfg(test)]
+pub(crate) const BINDS: &[&[KernelBinds]] = &[
+    mat::BINDS,
+    glu::BINDS,
+    embed::BINDS,
+    norm::BINDS,
+    rope::BINDS,
+    attention::BINDS,
+    argmax::BINDS,
+    sample::BINDS,
+    moe::BINDS,
+];

@@ -15,6 +15,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{grid_2d, key, qtype_suffix, Activation, Dispatch, MatvecShape, When, IN_OUT_LAYOUT};
+#[cfg(test)]
+use super::{shape::MATVEC_WG, KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
 use crate::{Error, Result};
 
@@ -380,6 +382,63 @@ struct DownBatchParams {
     n_expert: u32,
     _pad: [u32; 2],
 }
+
+/// What the MoE kernels bind (moe_sort and moe_combine take `[u32; 4]` parameters).
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "moe_router",
+        layout: ROUTER_LAYOUT,
+        unused: &[],
+        uniforms: &[
+            (3, size_of::<RouterParams>()),
+            (4, size_of::<StepUniform>()),
+        ],
+        constants: &[("MAX_E", MAX_EXPERTS), ("MAX_G", MAX_GROUPS)],
+    },
+    KernelBinds {
+        stem: "moe_sort",
+        layout: IN_OUT_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<[u32; 4]>()), (3, size_of::<StepUniform>())],
+        constants: &[("MAX_E", MAX_EXPERTS)],
+    },
+    KernelBinds {
+        stem: "moe_gate_up",
+        layout: GATE_UP_LAYOUT,
+        unused: &[],
+        uniforms: &[(5, size_of::<GateUpParams>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "moe_down",
+        layout: DOWN_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<DownParams>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "moe_gate_up_batch",
+        layout: GATE_UP_BATCH_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<GateUpBatchParams>())],
+        constants: &[],
+    },
+    KernelBinds {
+        stem: "moe_down_batch",
+        layout: DOWN_BATCH_LAYOUT,
+        unused: &[],
+        uniforms: &[(5, size_of::<DownBatchParams>())],
+        constants: &[],
+    },
+    KernelBinds {
+        stem: "moe_combine",
+        layout: IN_OUT_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<[u32; 4]>()), (3, size_of::<StepUniform>())],
+        constants: &[],
+    },
+];
 
 /// Batched passes: `o[t k + j, :] = weight * D_e h[t k + j, :]` for every route, by expert.
 /// One dispatch per chunk.

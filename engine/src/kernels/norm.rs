@@ -3,6 +3,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{key, Dispatch, Rows, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
 use super::shape::reduce_variant;
 use crate::gpu::{Binding, Gpu};
 use crate::Result;
@@ -37,6 +39,15 @@ pub struct NormOpts {
 
 /// Threads of an rmsnorm workgroup (`WG` in rmsnorm.wgsl), all summing one row.
 const NORM_WG: u32 = 256;
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
+    stem: "rmsnorm",
+    layout: NORM_LAYOUT,
+    unused: &[],
+    uniforms: &[(3, size_of::<NormParams>()), (4, size_of::<StepUniform>())],
+    constants: &[("WG", NORM_WG)],
+}];
 
 #[allow(clippy::too_many_arguments)]
 pub fn rmsnorm(

@@ -4,6 +4,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{key, Dispatch, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
 use crate::Result;
 
@@ -43,6 +45,15 @@ struct RopeParams {
     flags: u32,
     _pad: [u32; 2],
 }
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
+    stem: "rope_store",
+    layout: ROPE_LAYOUT,
+    unused: &[],
+    uniforms: &[(5, size_of::<RopeParams>()), (6, size_of::<StepUniform>())],
+    constants: &[],
+}];
 
 /// Head geometry shared by the attention kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,6 +3,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+#[cfg(test)]
+use super::dispatch::KernelBinds;
 use super::dispatch::{key, Dispatch, When};
 use crate::gpu::{Binding, Gpu};
 use crate::Result;
@@ -41,6 +43,24 @@ struct SampleParams {
     u: f32,
     _pad: [u32; 2],
 }
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "sample_topk",
+        layout: SAMPLE_TOPK_LAYOUT,
+        unused: &[],
+        uniforms: &[(3, size_of::<SampleTopkParams>())],
+        constants: &[("SLICE", SAMPLE_SLICE), ("K", SAMPLE_K)],
+    },
+    KernelBinds {
+        stem: "sample",
+        layout: SAMPLE_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<SampleParams>())],
+        constants: &[("K", SAMPLE_K), ("PER", SAMPLE_MAX_CANDIDATES / 256)],
+    },
+];
 
 /// The two sampling dispatches and the buffers the host updates before each sampled pass.
 pub struct SampleKernels {

@@ -130,6 +130,7 @@ pub fn matvec_shapes(gpu: &Gpu, rows: &[u32]) -> Vec<super::MatvecShape> {
 }
 
 mod attention;
+mod bindings;
 mod embed;
 mod mat;
 mod moe;
