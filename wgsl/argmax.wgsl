@@ -1,9 +1,9 @@
 // tandem:include common/wg_argmax.wgsl
 //
 // Greedy sampling, stage 1 of 2: each workgroup's argmax over its slice of logits[row, :].
-// One workgroup reading the whole row cannot pull memory fast enough (215 µs for 151936 logits on
-// an H200), so the row is cut into slices of SLICE logits, one workgroup each, and
-// argmax_combine.wgsl reduces the slices' winners.
+// The row is cut into slices of SLICE logits, one workgroup each (one workgroup over the whole row
+// cannot pull memory fast enough; bench/RESULTS.md), and argmax_combine.wgsl reduces the slices'
+// winners.
 // Workgroup g, 256 threads: thread lid reads g * SLICE + lid + 256 k (coalesced; the index is
 // clamped so every load is unconditional and all of them can be in flight at once), keeps its
 // best, and a tree reduction picks the workgroup's. NaN never wins (comparisons with it are
@@ -12,6 +12,8 @@
 struct Params {
     n_vocab: u32,
     row: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 override SLICE: u32 = 1024u;  // logits per workgroup, a multiple of 256 (kernels::ARGMAX_SLICE)

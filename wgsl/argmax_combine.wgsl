@@ -10,6 +10,8 @@
 struct Params {
     n_vocab: u32,
     row: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 override SLICE: u32 = 1024u;  // as in argmax.wgsl (kernels::ARGMAX_SLICE)

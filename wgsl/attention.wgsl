@@ -16,14 +16,11 @@
 //   (in workgroup memory) and of K[key]; the 4 partial dots meet in workgroup memory;
 // - output: thread (c, g) owns vec4 chunk c of the output for keys g, g + KG, ... of the tile
 //   (KG = 256 / (HD / 4) key groups), so HD / 4 adjacent threads read one whole V row.
-// Keys and values go from memory straight into the sums, no thread holds a tile in an array: a
-// version that loaded a tile's K and V chunks into per-thread arrays first (one trip to memory
-// a tile) spent 71% longer in this kernel on an H200 (34.4 against 20.1 us a layer, decoding the
-// Qwen3-30B-A3B shape), the arrays costing more than the second trip saved.
+// Keys and values go from memory straight into the sums; no thread holds a tile in an array
+// (bench/RESULTS.md, "Kernel notes moved from the WGSL headers", says why).
 // An online softmax runs over the tiles (running max m; thread k < 64 keeps the running sum of key
 // slot k); 4 barriers per tile, and besides its q chunks no thread reads more than 8 + KPT values
-// of workgroup memory per tile (a walk over all 64 scores and probabilities in every thread made
-// prefill slower than the kernel before, whose threads did less of it). At the end the KG partial outputs and the 64
+// of workgroup memory per tile. At the end the KG partial outputs and the 64
 // partial sums are added in workgroup memory; with one split the result goes to `out`, otherwise
 // (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
 //

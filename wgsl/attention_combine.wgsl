@@ -10,6 +10,8 @@
 struct Params {
     n_head: u32,
     head_dim: u32,  // = HD
+    _pad0: u32,
+    _pad1: u32,
 }
 
 override HD: u32 = 64u;

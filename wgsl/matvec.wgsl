@@ -27,6 +27,7 @@ struct Params {
     flags: u32,     // bit 0: add bias; bit 1: accumulate into y; bit 2: RMSNorm prologue
     rows_mode: u32, // 0: all tokens, 1: the output rows (see common/step.wgsl)
     eps: f32,       // RMSNorm epsilon (prologue)
+    _pad0: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;         // [n_rows, n_cols / QK] blocks

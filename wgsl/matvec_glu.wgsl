@@ -25,6 +25,9 @@ struct Params {
     act: u32,       // 0: SiLU, 1: GELU (tanh)
     flags: u32,     // bit 2: RMSNorm prologue
     eps: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;              // [2 * n_rows, n_cols / QK] blocks

@@ -59,7 +59,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             hit = hit || (e >= p.e0 && e < p.e0 + p.n_exp);
         }
         // One flat stride over the (route, unit) pairs: a thread's loads do not wait for a loop
-        // over the k routes (an H200 spent 16% longer in this kernel with that loop).
+        // over the k routes.
         for (var t = lane; t < p.k * units; t += threads) {
             let j = t / units;
             let e = route[j * 2u];

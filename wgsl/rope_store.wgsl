@@ -21,6 +21,8 @@ struct Params {
     freq_scale: f32,    // 1 / linear scaling factor
     eps: f32,
     flags: u32,         // bit 0: q/k RMSNorm
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read_write> qkv: array<f32>;     // [n_tokens, (n_head + 2 n_kv_head) * head_dim]

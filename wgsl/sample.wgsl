@@ -18,6 +18,8 @@ struct Params {
     min_p: f32,     // 0: off
     temp: f32,      // > 0
     u: f32,         // uniform in [0, 1)
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> cand: array<vec2<u32>>;       // [n_cand] (f32 bits, id)

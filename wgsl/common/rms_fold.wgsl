@@ -3,7 +3,7 @@
 // scalar s = 1 / sqrt(mean(x^2) + eps) for the token, so a row's threads dot W[r] with
 // x * norm_w and sum x^2 from the same reads; the row's reduction carries that sum along, and s is
 // applied after it (rms_fold_scale). The weight loads wait for no pass over x and no reduction
-// of their own: an H200 spent 4 us (13%) longer in a MoE gate_up with that norm reduction first.
+// of their own.
 // It relies on the unit functions (common/unit_dot.wgsl and its twins) reading each element of x
 // once per row. Include-only; the includer has `x` and `norm_w` (array<vec4<f32>>) and `p.flags`.
 

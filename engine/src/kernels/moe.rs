@@ -15,95 +15,14 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{grid_2d, key, qtype_suffix, Activation, Dispatch, MatvecShape, When, IN_OUT_LAYOUT};
+#[cfg(test)]
+use super::{shape::MATVEC_WG, KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
-use crate::quant::{repack_for_gpu, GgmlType};
 use crate::{Error, Result};
 
-/// A stacked expert tensor on the GPU (`[n_expert, rows, n_cols]`), split by whole experts into
-/// chunks that each fit one storage binding (browsers: 128 MiB). Kernels take a chunk's first
-/// expert and count, and skip routes to experts outside it.
-pub struct GpuExperts {
-    pub name: String,
-    pub n_expert: u32,
-    /// Rows per expert (gate/up: 2 * n_ff, gate rows then up rows; down: n_embd).
-    pub rows: u32,
-    pub n_cols: u32,
-    pub chunks: Vec<ExpertChunk>,
-}
+mod experts;
 
-pub struct ExpertChunk {
-    pub buffer: wgpu::Buffer,
-    pub ty: GgmlType,
-    pub e0: u32,
-    pub n_exp: u32,
-}
-
-impl GpuExperts {
-    /// Uploads expert tensors given in GGUF layout, each `[n_expert, rows_each, n_cols]` of type
-    /// `ty`: with several tensors (gate and up), expert e's rows of each are placed one after the
-    /// other. Chunks hold whole experts and at most `budget` bytes.
-    #[allow(clippy::too_many_arguments)]
-    pub fn upload(
-        gpu: &Gpu,
-        name: &str,
-        ty: GgmlType,
-        tensors: &[&[u8]],
-        n_expert: u32,
-        rows_each: u32,
-        n_cols: u32,
-        budget: u64,
-    ) -> Result<GpuExperts> {
-        let row_bytes = ty.bytes_for(n_cols as u64).ok_or_else(|| {
-            Error::InvalidArgument(format!("{name}: rows of {n_cols} elements of {ty}"))
-        })? as usize;
-        let per_tensor = row_bytes * rows_each as usize;
-        for t in tensors {
-            if t.len() != per_tensor * n_expert as usize {
-                return Err(Error::InvalidArgument(format!(
-                    "{name}: {} bytes for {n_expert} experts of {rows_each} x {n_cols} {ty}",
-                    t.len()
-                )));
-            }
-        }
-        // Padded for paired layouts.
-        let expert_bytes = (per_tensor * tensors.len()) as u64 + 2 * row_bytes as u64;
-        let per_chunk = (budget / expert_bytes).min(n_expert as u64) as u32;
-        if per_chunk == 0 {
-            return Err(Error::Limits {
-                what: format!("a storage binding for one expert of {name}"),
-                need: expert_bytes,
-                have: budget,
-            });
-        }
-        let mut chunks = Vec::new();
-        let mut e0 = 0;
-        while e0 < n_expert {
-            let n = per_chunk.min(n_expert - e0);
-            let mut bytes = Vec::with_capacity(per_tensor * tensors.len() * n as usize);
-            for e in e0..e0 + n {
-                for t in tensors {
-                    bytes.extend_from_slice(
-                        &t[e as usize * per_tensor..(e as usize + 1) * per_tensor],
-                    );
-                }
-            }
-            chunks.push(ExpertChunk {
-                buffer: gpu.storage_init(name, &repack_for_gpu(ty, &bytes))?,
-                ty,
-                e0,
-                n_exp: n,
-            });
-            e0 += n;
-        }
-        Ok(GpuExperts {
-            name: name.into(),
-            n_expert,
-            rows: rows_each * tensors.len() as u32,
-            n_cols,
-            chunks,
-        })
-    }
-}
+pub use experts::{ExpertChunk, GpuExperts};
 
 // ---------------------------------------------------------------------------------------------
 // router
@@ -463,6 +382,63 @@ struct DownBatchParams {
     n_expert: u32,
     _pad: [u32; 2],
 }
+
+/// What the MoE kernels bind (moe_sort and moe_combine take `[u32; 4]` parameters).
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "moe_router",
+        layout: ROUTER_LAYOUT,
+        unused: &[],
+        uniforms: &[
+            (3, size_of::<RouterParams>()),
+            (4, size_of::<StepUniform>()),
+        ],
+        constants: &[("MAX_E", MAX_EXPERTS), ("MAX_G", MAX_GROUPS)],
+    },
+    KernelBinds {
+        stem: "moe_sort",
+        layout: IN_OUT_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<[u32; 4]>()), (3, size_of::<StepUniform>())],
+        constants: &[("MAX_E", MAX_EXPERTS)],
+    },
+    KernelBinds {
+        stem: "moe_gate_up",
+        layout: GATE_UP_LAYOUT,
+        unused: &[],
+        uniforms: &[(5, size_of::<GateUpParams>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "moe_down",
+        layout: DOWN_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<DownParams>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "moe_gate_up_batch",
+        layout: GATE_UP_BATCH_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<GateUpBatchParams>())],
+        constants: &[],
+    },
+    KernelBinds {
+        stem: "moe_down_batch",
+        layout: DOWN_BATCH_LAYOUT,
+        unused: &[],
+        uniforms: &[(5, size_of::<DownBatchParams>())],
+        constants: &[],
+    },
+    KernelBinds {
+        stem: "moe_combine",
+        layout: IN_OUT_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<[u32; 4]>()), (3, size_of::<StepUniform>())],
+        constants: &[],
+    },
+];
 
 /// Batched passes: `o[t k + j, :] = weight * D_e h[t k + j, :]` for every route, by expert.
 /// One dispatch per chunk.

@@ -1,4 +1,4 @@
-//! matvec, matmul, matvec_glu and embed for every weight type, against `reference(dequant(w), x)`.
+//! matvec, matmul and matvec_glu for every weight type, against `reference(dequant(w), x)`.
 //! Weights are either the gguf-py fixture rows (tests/fixtures/quant_blocks.gguf, dequantized by
 //! gguf-py), tiled to the shapes under test, or seeded random blocks (`random_blocks`)
 //! dequantized by `quant::dequantize`, for shapes the fixture lacks.
@@ -28,7 +28,12 @@ const REL_TOL: f32 = 1e-5;
 const NMSE_TOL: f64 = 1e-9;
 
 /// `rows x cols` seeded random weights of `ty`: GGUF bytes and their CPU dequantization.
-fn random_weight(ty: GgmlType, rows: usize, cols: usize, seed: u64) -> (Vec<u8>, Vec<f32>) {
+pub(super) fn random_weight(
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    seed: u64,
+) -> (Vec<u8>, Vec<f32>) {
     let (block, _) = ty.block_geometry().unwrap();
     let n_blocks = rows * cols / block as usize;
     let bytes = random_blocks(ty, n_blocks, seed);
@@ -76,7 +81,7 @@ fn mat_ref(
 
 /// Columns to test a type at: multiples of its block, some giving rows an odd number of blocks
 /// (paired blocks then straddle rows).
-fn cols_for(ty: GgmlType) -> [usize; 3] {
+pub(super) fn cols_for(ty: GgmlType) -> [usize; 3] {
     if ty.block_geometry().unwrap().0 == 256 {
         [256, 768, 1280]
     } else {
@@ -85,7 +90,7 @@ fn cols_for(ty: GgmlType) -> [usize; 3] {
 }
 
 /// `rows` rows made by cycling the fixture's rows: GGUF bytes and their dequantized values.
-fn tile(t: &FixtureTensor, rows: usize, offset: usize) -> (Vec<u8>, Vec<f32>) {
+pub(super) fn tile(t: &FixtureTensor, rows: usize, offset: usize) -> (Vec<u8>, Vec<f32>) {
     let row_bytes = t.data.len() / t.rows;
     let (mut bytes, mut vals) = (Vec::new(), Vec::new());
     for r in 0..rows {
@@ -97,7 +102,7 @@ fn tile(t: &FixtureTensor, rows: usize, offset: usize) -> (Vec<u8>, Vec<f32>) {
 }
 
 /// A GPU weight from GGUF bytes, split into chunks at the given row boundaries.
-fn weight(
+pub(super) fn weight(
     gpu: &Gpu,
     ty: GgmlType,
     bytes: &[u8],
@@ -354,45 +359,6 @@ async fn matvec_glu_every_type() {
     }
 }
 
-async fn embed_every_type_and_chunked_table() {
-    let gpu = gpu().await;
-    let step = step_buffer(&gpu);
-    for t in fixture() {
-        let (rows, cols) = (21, t.cols);
-        let (bytes, w) = tile(&t, rows, 2);
-        for splits in [vec![], vec![10]] {
-            let gw = weight(&gpu, t.ty, &bytes, rows, cols, &splits);
-            let tokens: Vec<u32> = vec![0, 20, 9, 10, 3, 3];
-            let tb = upload(&gpu, "tokens", &tokens);
-            let yb = gpu.storage("y", (tokens.len() * cols) as u64 * 4).unwrap();
-            let d = kernels::embed(&gpu, &gw, &tb, &yb, &step, 0.5).unwrap();
-            let s = StepInfo {
-                n_tokens: tokens.len() as u32,
-                pos: 0,
-                n_out: 1,
-            };
-            run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
-            let want: Vec<f32> = tokens
-                .iter()
-                .flat_map(|&id| {
-                    w[id as usize * cols..(id as usize + 1) * cols]
-                        .iter()
-                        .map(|v| v * 0.5)
-                })
-                .collect();
-            let shape = format!("{} chunks {}", t.ty, splits.len() + 1);
-            assert_close(
-                "embed",
-                &shape,
-                &read(&gpu, &yb, tokens.len() * cols).await,
-                &want,
-                0.0,
-                0.0,
-            );
-        }
-    }
-}
-
 /// Every type through `kernels::mat` on random blocks: the matvec (1 token, in every shape of
 /// `mat_shapes`) and the tiled matmul (2, 5, 33, 64 tokens), rows of 1, odd counts that do not
 /// fill a workgroup (matvec takes 1 to 256 rows, matmul 64), weights of 1 to 3 chunks (the later
@@ -532,118 +498,10 @@ async fn mat_output_rows_every_type() {
     }
 }
 
-/// `embed` on random tables of every type: rows at the edges of each of three chunks, repeated
-/// tokens, a scale. The values are the dequantized rows, up to one rounding (FMA).
-async fn embed_random_blocks_every_type() {
-    let gpu = gpu().await;
-    let step = step_buffer(&gpu);
-    for (ti, ty) in GPU_TYPES.into_iter().enumerate() {
-        for (ci, cols) in cols_for(ty).into_iter().enumerate() {
-            let rows = 67;
-            let (bytes, w) = random_weight(ty, rows, cols, 2000 + (ti * 10 + ci) as u64);
-            let gw = weight(&gpu, ty, &bytes, rows, cols, &[33, 50]);
-            let tokens: Vec<u32> = vec![0, 66, 32, 33, 49, 50, 7, 7, 1];
-            let tb = upload(&gpu, "tokens", &tokens);
-            let yb = gpu.storage("y", (tokens.len() * cols) as u64 * 4).unwrap();
-            let scale = 1.5;
-            let d = kernels::embed(&gpu, &gw, &tb, &yb, &step, scale).unwrap();
-            let s = StepInfo {
-                n_tokens: tokens.len() as u32,
-                pos: 0,
-                n_out: 1,
-            };
-            run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
-            let want: Vec<f32> = tokens
-                .iter()
-                .flat_map(|&id| w[id as usize * cols..][..cols].iter().map(|v| v * scale))
-                .collect();
-            let mag = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let shape = format!("{ty} rows {rows} cols {cols} chunks 3");
-            assert_close(
-                "embed",
-                &shape,
-                &read(&gpu, &yb, tokens.len() * cols).await,
-                &want,
-                1e-12,
-                4.0 * f32::EPSILON * mag,
-            );
-        }
-    }
-}
-
-async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
-    let gpu = gpu().await;
-    let step = step_buffer(&gpu);
-    let dummy = gpu.storage("dummy", 4).unwrap();
-    let (bytes, _) = random_weight(GgmlType::Q8_0, 4, 64, 0);
-    let gw = weight(&gpu, GgmlType::Q8_0, &bytes, 4, 64, &[]);
-    for bad in [0, 3, 512] {
-        let opts = MatOpts {
-            matvec: Some(MatvecShape {
-                rows: bad,
-                subgroups: true,
-            }),
-            ..Default::default()
-        };
-        let err = kernels::mat(&gpu, &gw, &dummy, &dummy, &step, &dummy, &opts)
-            .err()
-            .expect("rejected");
-        assert!(err.to_string().contains("rows per workgroup"), "{err}");
-    }
-}
-
-/// Where the adapter has subgroups, the shapes the tests run take the subgroup variant where a
-/// row's threads are whole subgroups and the portable one elsewhere.
-async fn matvec_subgroup_variant_where_it_fits() {
-    let gpu = gpu().await;
-    let shape = |rows, subgroups| MatvecShape { rows, subgroups };
-    if !gpu.features.subgroups {
-        eprintln!(
-            "matvec: no subgroups on {}: portable variants only",
-            gpu.info.name
-        );
-        assert!(!shape(1, true).uses_subgroups(&gpu));
-        return;
-    }
-    let max = gpu.info.subgroup_max_size;
-    eprintln!(
-        "matvec: subgroups of {}..{max} on {}",
-        gpu.info.subgroup_min_size, gpu.info.name
-    );
-    // A whole workgroup per row always fits (subgroups hold at most 128 invocations).
-    assert!(shape(1, true).uses_subgroups(&gpu));
-    assert!(!shape(1, false).uses_subgroups(&gpu));
-    // Rows of exactly the largest subgroup fit; rows of half of it do not.
-    assert!(shape(256 / max, true).uses_subgroups(&gpu));
-    assert!(!shape(512 / max, true).uses_subgroups(&gpu));
-    assert!(!shape(256, true).uses_subgroups(&gpu));
-}
-
-/// On a GPU, a matrix's rows per workgroup leave at most half of a row's threads without a unit,
-/// and the matrix at least 256 workgroups where its rows allow.
-async fn matvec_rows_for_a_gpu_matrix() {
-    use crate::kernels::gpu_matvec_rows;
-    // 2048 or 768 wide (Q4_K: 128 or 48 units): 64 threads a row, as for the adapter.
-    assert_eq!(gpu_matvec_rows(4, 6144, 128), 4);
-    assert_eq!(gpu_matvec_rows(4, 2048, 48), 4);
-    // Q4_K 256 wide: 16 units, 32 threads a row (8 rows a workgroup).
-    assert_eq!(gpu_matvec_rows(4, 2048, 16), 8);
-    // 4 units: 8 threads a row; but a matrix of few rows keeps 256 workgroups first.
-    assert_eq!(gpu_matvec_rows(4, 1 << 16, 4), 32);
-    assert_eq!(gpu_matvec_rows(4, 1024, 4), 4);
-    // A 128-expert router: one row a workgroup.
-    assert_eq!(gpu_matvec_rows(4, 128, 256), 1);
-}
-
 super::gpu_tests!(
-    matvec_rows_for_a_gpu_matrix,
-    matvec_subgroup_variant_where_it_fits,
     mat_every_type_and_shape,
     matvec_norm_prologue_and_output_rows,
     matvec_glu_every_type,
-    embed_every_type_and_chunked_table,
     mat_random_blocks_every_type_shape_and_flag,
-    mat_output_rows_every_type,
-    embed_random_blocks_every_type,
-    matvec_rows_per_workgroup_must_split_the_workgroup
+    mat_output_rows_every_type
 );

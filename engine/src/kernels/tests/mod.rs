@@ -130,9 +130,12 @@ pub fn matvec_shapes(gpu: &Gpu, rows: &[u32]) -> Vec<super::MatvecShape> {
 }
 
 mod attention;
+mod bindings;
+mod embed;
 mod mat;
 mod moe;
 mod sample;
+mod shape;
 
 use super::{Dispatch, StepInfo, StepUniform};
 

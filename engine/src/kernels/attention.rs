@@ -1,0 +1,220 @@
+//! Split ("flash decoding") attention over the KV cache (attention.wgsl) and the combine of its
+//! parts (attention_combine.wgsl), with RoPE and the cache store in the decode prologue.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::dispatch::{Dispatch, StepInfo, IN_OUT_LAYOUT};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
+use super::rope::{Heads, RopeConfig};
+use super::shape::reduce_variant;
+use crate::gpu::{Binding, Gpu, PipelineKey};
+use crate::Result;
+
+/// Threads of an attention workgroup (`WG` in attention.wgsl), all summing the q/k norm.
+const ATTN_WG: u32 = 256;
+/// Keys per attention tile (`TK` in attention.wgsl); a split covers whole tiles.
+pub const ATTN_TILE: u32 = 64;
+/// Most (query, part) pairs per head a pass splits into: the partial results of split attention
+/// take at most `[n_head, MAX_ATTN_SPLITS, head_dim + 4]` floats (see [`attention_partial_len`]).
+pub const MAX_ATTN_SPLITS: u32 = 64;
+/// Passes of up to this many tokens (decode, speculative verification) split their keys; longer
+/// ones have parallelism enough in their queries.
+pub const MAX_SPLIT_TOKENS: u32 = 16;
+
+/// Parts per query for a pass: one 64-key tile each, up to `MAX_ATTN_SPLITS / n_tokens` parts,
+/// so a decode step with few heads still spreads over n_head * 64 workgroups (an H200 has 132
+/// SMs) while each part keeps one tile of work; a split pass costs one more dispatch (the
+/// combine).
+pub fn attention_splits(s: &StepInfo) -> u32 {
+    if s.n_tokens > MAX_SPLIT_TOKENS {
+        1
+    } else {
+        (s.pos + s.n_tokens)
+            .div_ceil(ATTN_TILE)
+            .clamp(1, (MAX_ATTN_SPLITS / s.n_tokens.max(1)).max(1))
+    }
+}
+
+const ATTN_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Read,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CombineParams {
+    n_head: u32,
+    head_dim: u32,
+    _pad: [u32; 2],
+}
+
+/// Floats of the scratch buffer that split attention writes its partial results to: per
+/// (token, head, part) the running max and sum (padded to a vec4) and the unnormalised output,
+/// for at most `MAX_ATTN_SPLITS` (token, part) pairs per head (`attention_splits`).
+pub fn attention_partial_len(heads: &Heads) -> u64 {
+    heads.n_head as u64 * MAX_ATTN_SPLITS as u64 * (heads.head_dim as u64 + 4)
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct AttnParams {
+    n_head: u32,
+    n_kv_head: u32,
+    head_dim: u32,
+    ctx: u32,
+    scale: f32,
+    window: u32,
+    softcap: f32,
+    q_stride: u32,
+    n_rot: u32,
+    mode: u32,
+    theta_base: f32,
+    freq_scale: f32,
+    eps: f32,
+    flags: u32,
+    _pad: [u32; 2],
+}
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "attention",
+        layout: ATTN_LAYOUT,
+        unused: &[],
+        uniforms: &[(7, size_of::<AttnParams>()), (8, size_of::<StepUniform>())],
+        constants: &[("WG", ATTN_WG), ("TK", ATTN_TILE)],
+    },
+    KernelBinds {
+        stem: "attention_combine",
+        layout: IN_OUT_LAYOUT,
+        unused: &[],
+        uniforms: &[
+            (2, size_of::<CombineParams>()),
+            (3, size_of::<StepUniform>()),
+        ],
+        constants: &[("MAX_SPLITS", MAX_ATTN_SPLITS)],
+    },
+];
+
+pub struct AttnOpts<'a> {
+    pub scale: f32,
+    /// Sliding window in positions (0: none).
+    pub window: u32,
+    /// Score soft-capping (0: none).
+    pub softcap: f32,
+    /// Do rope_store's work (q/k norm, RoPE, the KV-cache store) in the prologue of decode
+    /// passes; then run rope_store for batched passes only (`Dispatch::only(When::Batch)`).
+    pub decode_rope: Option<DecodeRope<'a>>,
+    /// Sum the decode prologue's q/k norm with subgroup operations where the adapter has them
+    /// (the `_sg` variant); `false` takes the portable variant.
+    pub subgroups: bool,
+}
+
+/// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
+pub struct DecodeRope<'a> {
+    pub rope: RopeConfig,
+    pub qk_norm: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, f32)>,
+}
+
+/// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
+/// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`: the split
+/// attention kernel and, when a pass splits, the combine kernel (`partial` holds
+/// [`attention_partial_len`] floats). With `opts.decode_rope`, a pass of one token reads q, k and
+/// v raw from `q` and stores k and v itself (no rope_store before it).
+#[allow(clippy::too_many_arguments)]
+pub fn attention(
+    gpu: &Gpu,
+    q: &wgpu::Buffer,
+    k_cache: &wgpu::Buffer,
+    v_cache: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    partial: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    heads: Heads,
+    opts: AttnOpts,
+) -> Result<[Dispatch; 2]> {
+    if !heads.head_dim.is_multiple_of(4) || heads.head_dim > 256 {
+        return Err(crate::Error::InvalidArgument(format!(
+            "attention needs a head size that is a multiple of 4 and at most 256, not {}",
+            heads.head_dim
+        )));
+    }
+    let hd = ("HD", heads.head_dim);
+    let pipeline = gpu.pipeline(&PipelineKey {
+        shader: reduce_variant(gpu, "attention".into(), ATTN_WG, opts.subgroups),
+        constants: vec![hd],
+        layout: ATTN_LAYOUT,
+    })?;
+    let combine = gpu.pipeline(&PipelineKey {
+        shader: "attention_combine".into(),
+        constants: vec![hd, ("MAX_SPLITS", MAX_ATTN_SPLITS)],
+        layout: IN_OUT_LAYOUT,
+    })?;
+    let params = AttnParams {
+        n_head: heads.n_head,
+        n_kv_head: heads.n_kv_head,
+        head_dim: heads.head_dim,
+        ctx: heads.ctx,
+        scale: opts.scale,
+        window: opts.window,
+        softcap: opts.softcap,
+        q_stride: (heads.n_head + 2 * heads.n_kv_head) * heads.head_dim,
+        n_rot: opts.decode_rope.as_ref().map_or(0, |r| r.rope.n_rot),
+        mode: opts.decode_rope.as_ref().map_or(0, |r| r.rope.neox as u32),
+        theta_base: opts.decode_rope.as_ref().map_or(1.0, |r| r.rope.theta_base),
+        freq_scale: opts.decode_rope.as_ref().map_or(1.0, |r| r.rope.freq_scale),
+        eps: opts
+            .decode_rope
+            .as_ref()
+            .and_then(|r| r.qk_norm)
+            .map_or(0.0, |n| n.2),
+        flags: opts
+            .decode_rope
+            .as_ref()
+            .map_or(0, |r| r.qk_norm.is_some() as u32 | 2),
+        _pad: [0; 2],
+    };
+    // Absent norm weights: bind q again (read-only, never read).
+    let (qn, kn) = opts
+        .decode_rope
+        .as_ref()
+        .and_then(|r| r.qk_norm)
+        .map_or((q, q), |n| (n.0, n.1));
+    let pbuf = gpu.uniform("attention", &params);
+    let cbuf = gpu.uniform(
+        "attention_combine",
+        &CombineParams {
+            n_head: heads.n_head,
+            head_dim: heads.head_dim,
+            _pad: [0; 2],
+        },
+    );
+    let n_head = heads.n_head;
+    Ok([
+        Dispatch {
+            label: "attention".into(),
+            pipelines: vec![pipeline],
+            bind_group: gpu.bind_group(
+                ATTN_LAYOUT,
+                &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step],
+            ),
+            grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, attention_splits(s)]))),
+        },
+        Dispatch {
+            label: "attention_combine".into(),
+            pipelines: vec![combine],
+            bind_group: gpu.bind_group(IN_OUT_LAYOUT, &[partial, out, &cbuf, step]),
+            grid: Box::new(move |s| {
+                (attention_splits(s) > 1).then_some((0, [n_head, s.n_tokens, 1]))
+            }),
+        },
+    ])
+}

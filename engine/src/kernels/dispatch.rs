@@ -1,0 +1,216 @@
+//! The dispatch machinery every kernel family builds on: the shape of a pass ([`StepInfo`] and
+//! its uniform), which rows and passes a dispatch covers ([`Rows`], [`When`]), and the
+//! [`Dispatch`] a builder returns: pipeline(s), a bind group made once, and a grid rule evaluated
+//! per pass, so a forward pass is a fixed list of dispatches replayed with one small uniform
+//! update. Also the helpers the families share: [`grid_2d`], [`key`], [`qtype_suffix`] and
+//! [`IN_OUT_LAYOUT`].
+
+use bytemuck::{Pod, Zeroable};
+
+use super::attention::attention_splits;
+use crate::gpu::{Binding, Gpu, PipelineKey};
+use crate::quant::GgmlType;
+use crate::Result;
+
+/// The shape of one forward pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepInfo {
+    /// Tokens processed in this pass.
+    pub n_tokens: u32,
+    /// Position of the first of them.
+    pub pos: u32,
+    /// How many of the last tokens need logits.
+    pub n_out: u32,
+}
+
+/// `Step` in `wgsl/common/step.wgsl`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct StepUniform {
+    pub n_tokens: u32,
+    pub pos: u32,
+    pub n_out: u32,
+    pub out_row0: u32,
+    pub attn_splits: u32,
+    pub _pad: [u32; 3],
+}
+
+impl From<StepInfo> for StepUniform {
+    fn from(s: StepInfo) -> Self {
+        StepUniform {
+            n_tokens: s.n_tokens,
+            pos: s.pos,
+            n_out: s.n_out,
+            out_row0: s.n_tokens - s.n_out,
+            attn_splits: attention_splits(&s),
+            _pad: [0; 3],
+        }
+    }
+}
+
+/// Which rows of the pass a kernel covers (`rows_mode` in the WGSL params).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rows {
+    /// Every token of the pass.
+    Tokens,
+    /// The last `n_out` tokens, whose logits are wanted.
+    Out,
+}
+
+impl Rows {
+    pub(crate) fn count(self, s: &StepInfo) -> u32 {
+        match self {
+            Rows::Tokens => s.n_tokens,
+            Rows::Out => s.n_out,
+        }
+    }
+    pub(crate) fn mode(self) -> u32 {
+        match self {
+            Rows::Tokens => 0,
+            Rows::Out => 1,
+        }
+    }
+}
+
+/// Which passes a dispatch belongs to: decode passes (one token) often take a fused kernel
+/// whose batched counterpart is a sequence of simpler dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    Always,
+    /// Passes of one token.
+    Decode,
+    /// Passes of more than one token.
+    Batch,
+}
+
+impl When {
+    pub fn admits(self, s: &StepInfo) -> bool {
+        match self {
+            When::Always => true,
+            When::Decode => s.n_tokens == 1,
+            When::Batch => s.n_tokens > 1,
+        }
+    }
+}
+
+/// Picks the pipeline (index into `pipelines`) and workgroup counts for a pass, or `None` when
+/// the pass has nothing for this dispatch.
+pub type Grid = Box<dyn Fn(&StepInfo) -> Option<(usize, [u32; 3])> + Send + Sync>;
+
+pub struct Dispatch {
+    pub label: String,
+    pub pipelines: Vec<wgpu::ComputePipeline>,
+    pub bind_group: wgpu::BindGroup,
+    pub grid: Grid,
+}
+
+impl Dispatch {
+    /// This dispatch, restricted to the passes `when` admits.
+    pub fn only(mut self, when: When) -> Dispatch {
+        let grid = std::mem::replace(&mut self.grid, Box::new(|_| None));
+        self.grid = Box::new(move |s| if when.admits(s) { grid(s) } else { None });
+        self
+    }
+
+    /// The usual dispatch: one pipeline, `key`'s kernel, bound to `buffers` (in the order of
+    /// `key.layout`) and launched as `grid(s)` workgroups on the passes `when` admits.
+    pub(crate) fn one(
+        gpu: &Gpu,
+        label: impl Into<String>,
+        key: &PipelineKey,
+        buffers: &[&wgpu::Buffer],
+        when: When,
+        grid: impl Fn(&StepInfo) -> [u32; 3] + Send + Sync + 'static,
+    ) -> Result<Dispatch> {
+        Ok(Dispatch {
+            label: label.into(),
+            pipelines: vec![gpu.pipeline(key)?],
+            bind_group: gpu.bind_group(key.layout, buffers),
+            grid: Box::new(move |s| when.admits(s).then(|| (0, grid(s)))),
+        })
+    }
+
+    /// Records this dispatch into `pass` for the pass shape `s`; returns whether it ran.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, s: &StepInfo) -> bool {
+        let Some((i, [x, y, z])) = (self.grid)(s) else {
+            return false;
+        };
+        pass.set_pipeline(&self.pipelines[i]);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(x, y, z);
+        true
+    }
+}
+
+/// Most workgroups one grid dimension may have (WebGPU's default limit).
+pub(crate) const MAX_GRID: u32 = 65535;
+
+/// Lays `n` workgroups out as a 2-D grid (kernels fold `x + y * num_workgroups.x` back).
+pub(crate) fn grid_2d(n: u32) -> [u32; 3] {
+    if n <= MAX_GRID {
+        [n.max(1), 1, 1]
+    } else {
+        let y = n.div_ceil(MAX_GRID);
+        [n.div_ceil(y), y, 1]
+    }
+}
+
+/// The variant suffix of weight type `ty` (`matvec_<suffix>`, build.rs's `tandem:per-qtype`).
+pub(crate) fn qtype_suffix(ty: GgmlType) -> Result<&'static str> {
+    use GgmlType::*;
+    Ok(match ty {
+        F32 => "f32",
+        F16 => "f16",
+        BF16 => "bf16",
+        Q4_0 => "q4_0",
+        Q4_1 => "q4_1",
+        Q5_0 => "q5_0",
+        Q5_1 => "q5_1",
+        Q8_0 => "q8_0",
+        Q4K => "q4_k",
+        Q5K => "q5_k",
+        Q6K => "q6_k",
+        other => {
+            return Err(crate::Error::UnsupportedTensorType {
+                name: String::new(),
+                ty: other.name(),
+            })
+        }
+    })
+}
+
+/// The pipeline key of variant `shader` with no override constants.
+pub(crate) fn key(shader: String, layout: &'static [Binding]) -> PipelineKey {
+    PipelineKey {
+        shader,
+        constants: Vec::new(),
+        layout,
+    }
+}
+
+/// (input, output, parameters, step): the layout of the kernels with one input and one output
+/// (attention_combine, moe_sort, moe_combine).
+pub(crate) const IN_OUT_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+/// What one WGSL kernel binds, as the Rust side binds it: each family file lists its kernels
+/// next to their layouts and `Params` (`BINDS`), and `kernels/tests/bindings.rs` checks every
+/// variant of every kernel in `gpu::shaders::SHADERS` against naga's reading of its WGSL.
+#[cfg(test)]
+pub(crate) struct KernelBinds {
+    /// The kernel's file in wgsl/ without `.wgsl`; its variants are `<stem>` or
+    /// `<stem>_<qtype>`, each with its `_sg` twin where the kernel has one.
+    pub stem: &'static str,
+    /// The bind group layout its pipelines are created with: binding i is `layout[i]`.
+    pub layout: &'static [Binding],
+    /// Bindings of `layout` the WGSL does not declare (a bind group shared with another kernel).
+    pub unused: &'static [u32],
+    /// (binding, size of the Rust value written to that uniform).
+    pub uniforms: &'static [(u32, usize)],
+    /// WGSL `const`s and `override` defaults that must equal these Rust values.
+    pub constants: &'static [(&'static str, u32)],
+}

@@ -1,0 +1,67 @@
+//! Embedding lookup (embed.wgsl): rows of a weight table of any weight type, dequantized.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::dispatch::{key, qtype_suffix, Dispatch, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
+use super::mat::GpuWeight;
+use crate::gpu::{Binding, Gpu};
+use crate::Result;
+
+const EMBED_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct EmbedParams {
+    dim: u32,
+    n_rows: u32,
+    row0: u32,
+    scale: f32,
+}
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
+    stem: "embed",
+    layout: EMBED_LAYOUT,
+    unused: &[],
+    uniforms: &[(3, size_of::<EmbedParams>()), (4, size_of::<StepUniform>())],
+    constants: &[],
+}];
+
+/// `y[t, :] = scale * table[tokens[t], :]`.
+pub fn embed(
+    gpu: &Gpu,
+    table: &GpuWeight,
+    tokens: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    scale: f32,
+) -> Result<Vec<Dispatch>> {
+    let mut out = Vec::new();
+    for chunk in &table.chunks {
+        let q = qtype_suffix(chunk.ty)?;
+        let params = EmbedParams {
+            dim: table.n_cols,
+            n_rows: chunk.n_rows,
+            row0: chunk.row0,
+            scale,
+        };
+        let pbuf = gpu.uniform("embed", &params);
+        out.push(Dispatch::one(
+            gpu,
+            &table.name,
+            &key(format!("embed_{q}"), EMBED_LAYOUT),
+            &[&chunk.buffer, tokens, y, &pbuf, step],
+            When::Always,
+            |s| [s.n_tokens, 1, 1],
+        )?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,272 @@
+//! Matrix products with the weights on the GPU: `mat` (the matvec kernel for one token, the tiled
+//! matmul for more; matvec.wgsl, matmul.wgsl) and `matvec_glu` (the decode FFN input side in one
+//! dispatch; matvec_glu.wgsl), and the weight matrices they read ([`GpuWeight`]).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::dispatch::{grid_2d, key, qtype_suffix, Dispatch, Rows, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
+use super::glu::Activation;
+use super::shape::MatvecShape;
+#[cfg(test)]
+use super::shape::MATVEC_WG;
+use crate::gpu::{Binding, Gpu};
+use crate::quant::GgmlType;
+use crate::Result;
+
+/// A weight matrix on the GPU, split by rows into chunks that each fit one storage binding. A
+/// matrix may stack several GGUF tensors (Q, K and V; gate and up): consecutive parts of one
+/// type share a chunk, so a stacked product is one dispatch when the types agree.
+pub struct GpuWeight {
+    pub name: String,
+    pub n_rows: u32,
+    pub n_cols: u32,
+    pub chunks: Vec<WeightChunk>,
+}
+
+pub struct WeightChunk {
+    pub buffer: wgpu::Buffer,
+    pub ty: GgmlType,
+    pub row0: u32,
+    pub n_rows: u32,
+}
+
+const MAT_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Uniform,
+    Binding::Uniform,
+    Binding::Read,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatParams {
+    n_rows: u32,
+    n_cols: u32,
+    y_stride: u32,
+    y_offset: u32,
+    flags: u32,
+    rows_mode: u32,
+    eps: f32,
+    _pad: u32,
+}
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[
+    KernelBinds {
+        stem: "matvec",
+        layout: MAT_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "matmul",
+        layout: MAT_LAYOUT,
+        // The bind group is the matvec's; only its norm prologue reads binding 6.
+        unused: &[6],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[],
+    },
+    KernelBinds {
+        stem: "matvec_glu",
+        layout: MATVEC_GLU_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<MatvecGluParams>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+];
+
+/// Options of a matrix product `y (+)= W x (+ bias)`.
+pub struct MatOpts<'a> {
+    pub bias: Option<&'a wgpu::Buffer>,
+    /// Add into `y` instead of overwriting it (the residual add fused into the epilogue).
+    pub accumulate: bool,
+    /// Floats between consecutive tokens' rows of `y` (the output width, by default `n_rows`).
+    pub y_stride: Option<u32>,
+    pub rows: Rows,
+    /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
+    pub norm: Option<(&'a wgpu::Buffer, f32)>,
+    pub when: When,
+    /// How the matvec splits its workgroup; `None` for the adapter's choice for the matrix,
+    /// [`MatvecShape::for_matrix`].
+    pub matvec: Option<MatvecShape>,
+}
+
+impl Default for MatOpts<'_> {
+    fn default() -> Self {
+        MatOpts {
+            bias: None,
+            accumulate: false,
+            y_stride: None,
+            rows: Rows::Tokens,
+            norm: None,
+            when: When::Always,
+            matvec: None,
+        }
+    }
+}
+
+fn check_cols(w: &GpuWeight) -> Result<()> {
+    if !w.n_cols.is_multiple_of(32) {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{}: row length {} is not a multiple of 32",
+            w.name, w.n_cols
+        )));
+    }
+    Ok(())
+}
+
+/// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
+/// token, the tiled matmul for more. One dispatch per weight chunk.
+pub fn mat(
+    gpu: &Gpu,
+    w: &GpuWeight,
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    opts: &MatOpts,
+) -> Result<Vec<Dispatch>> {
+    check_cols(w)?;
+    if opts.norm.is_some() && opts.when != When::Decode {
+        return Err(crate::Error::InvalidArgument(
+            "the norm prologue exists only in the decode matvec".into(),
+        ));
+    }
+    let mut out = Vec::new();
+    for chunk in &w.chunks {
+        let q = qtype_suffix(chunk.ty)?;
+        let shape = opts
+            .matvec
+            .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows, w.n_cols, chunk.ty));
+        let matvec_rows = shape.rows;
+        let matvec = gpu.pipeline(&shape.key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
+        let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
+        let params = MatParams {
+            n_rows: chunk.n_rows,
+            n_cols: w.n_cols,
+            y_stride: opts.y_stride.unwrap_or(w.n_rows),
+            y_offset: chunk.row0,
+            flags: opts.bias.is_some() as u32
+                | (opts.accumulate as u32) << 1
+                | (opts.norm.is_some() as u32) << 2,
+            rows_mode: opts.rows.mode(),
+            eps: opts.norm.map_or(0.0, |n| n.1),
+            _pad: 0,
+        };
+        let pbuf = gpu.uniform(&w.name, &params);
+        let bind_group = gpu.bind_group(
+            MAT_LAYOUT,
+            &[
+                &chunk.buffer,
+                x,
+                y,
+                opts.bias.unwrap_or(dummy),
+                &pbuf,
+                step,
+                opts.norm.map_or(dummy, |n| n.0),
+            ],
+        );
+        let (rows, when) = (opts.rows, opts.when);
+        let n_rows = chunk.n_rows;
+        out.push(Dispatch {
+            label: w.name.clone(),
+            pipelines: vec![matvec, matmul],
+            bind_group,
+            grid: Box::new(move |s| {
+                if !when.admits(s) {
+                    return None;
+                }
+                match rows.count(s) {
+                    0 => None,
+                    1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
+                    n => Some((1, [n_rows.div_ceil(64), n.div_ceil(32), 1])),
+                }
+            }),
+        });
+    }
+    Ok(out)
+}
+
+const MATVEC_GLU_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Read,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatvecGluParams {
+    n_rows: u32,
+    n_cols: u32,
+    act: u32,
+    flags: u32,
+    eps: f32,
+    _pad: [u32; 3],
+}
+
+/// The decode FFN input side in one dispatch: `h = act(G x') * (U x')` over the stacked weight
+/// `[G; U]`, with x' = RMSNorm(x) * norm weights when `norm` is given. `None` when the stack is
+/// not one chunk (its parts have different types, or it exceeds a binding): then use `mat` + `glu`.
+#[allow(clippy::too_many_arguments)]
+pub fn matvec_glu(
+    gpu: &Gpu,
+    gate_up: &GpuWeight,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    act: Activation,
+) -> Result<Option<Dispatch>> {
+    matvec_glu_with(gpu, gate_up, x, h, dummy, norm, act, None)
+}
+
+/// [`matvec_glu`] in the given shape, or (`None`) the adapter's choice for the matrix
+/// ([`MatvecShape::for_matrix`]).
+#[allow(clippy::too_many_arguments)]
+pub fn matvec_glu_with(
+    gpu: &Gpu,
+    gate_up: &GpuWeight,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    act: Activation,
+    shape: Option<MatvecShape>,
+) -> Result<Option<Dispatch>> {
+    check_cols(gate_up)?;
+    let [chunk] = gate_up.chunks.as_slice() else {
+        return Ok(None);
+    };
+    let n_rows = gate_up.n_rows / 2;
+    let shape =
+        shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_rows, gate_up.n_cols, chunk.ty));
+    let q = qtype_suffix(chunk.ty)?;
+    let pipeline_key = shape.key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?;
+    let rows = shape.rows;
+    let params = MatvecGluParams {
+        n_rows,
+        n_cols: gate_up.n_cols,
+        act: (act == Activation::GeluTanh) as u32,
+        flags: (norm.is_some() as u32) << 2,
+        eps: norm.map_or(0.0, |n| n.1),
+        _pad: [0; 3],
+    };
+    let pbuf = gpu.uniform(&gate_up.name, &params);
+    Dispatch::one(
+        gpu,
+        &gate_up.name,
+        &pipeline_key,
+        &[&chunk.buffer, x, h, norm.map_or(dummy, |n| n.0), &pbuf],
+        When::Decode,
+        move |_| grid_2d(n_rows.div_ceil(rows)),
+    )
+    .map(Some)
+}

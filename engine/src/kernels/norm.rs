@@ -1,0 +1,80 @@
+//! RMSNorm (rmsnorm.wgsl).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::dispatch::{key, Dispatch, Rows, When};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
+use super::shape::reduce_variant;
+use crate::gpu::{Binding, Gpu};
+use crate::Result;
+
+const NORM_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct NormParams {
+    dim: u32,
+    eps: f32,
+    flags: u32,
+    rows_mode: u32,
+}
+
+pub struct NormOpts {
+    /// Add the normalised rows into `y` (Gemma's post-norms feed the residual stream).
+    pub accumulate: bool,
+    /// Normalise only the output rows (the last `n_out` tokens), writing them from row 0 of `y`.
+    pub rows: Rows,
+    pub when: When,
+    /// Sum the squares with subgroup operations where the adapter has them (the `_sg` variant);
+    /// `false` takes the portable variant.
+    pub subgroups: bool,
+}
+
+/// Threads of an rmsnorm workgroup (`WG` in rmsnorm.wgsl), all summing one row.
+const NORM_WG: u32 = 256;
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
+    stem: "rmsnorm",
+    layout: NORM_LAYOUT,
+    unused: &[],
+    uniforms: &[(3, size_of::<NormParams>()), (4, size_of::<StepUniform>())],
+    constants: &[("WG", NORM_WG)],
+}];
+
+#[allow(clippy::too_many_arguments)]
+pub fn rmsnorm(
+    gpu: &Gpu,
+    x: &wgpu::Buffer,
+    weight: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dim: u32,
+    eps: f32,
+    opts: NormOpts,
+) -> Result<Dispatch> {
+    let shader = reduce_variant(gpu, "rmsnorm".into(), NORM_WG, opts.subgroups);
+    let params = NormParams {
+        dim,
+        eps,
+        flags: opts.accumulate as u32 | ((opts.rows == Rows::Out) as u32) << 1,
+        rows_mode: opts.rows.mode(),
+    };
+    let pbuf = gpu.uniform("rmsnorm", &params);
+    let rows = opts.rows;
+    Dispatch::one(
+        gpu,
+        "rmsnorm",
+        &key(shader, NORM_LAYOUT),
+        &[x, weight, y, &pbuf, step],
+        opts.when,
+        move |s| [rows.count(s), 1, 1],
+    )
+}

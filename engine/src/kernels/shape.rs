@@ -1,0 +1,131 @@
+//! The matvec shape policy: how a decode matvec kernel (matvec, matvec_glu, moe_gate_up,
+//! moe_down) splits its workgroup over rows on this adapter, and when a kernel takes its
+//! subgroup (`_sg`) variant.
+
+use crate::gpu::{Binding, Gpu, PipelineKey};
+use crate::quant::GgmlType;
+use crate::Result;
+
+/// Threads per matvec workgroup (`WG` in matvec.wgsl, matvec_glu.wgsl, moe_gate_up.wgsl and
+/// moe_down.wgsl).
+pub(crate) const MATVEC_WG: u32 = 256;
+
+/// Workgroups a decode matvec should have at least (about two per SM of a large GPU), where its
+/// rows allow ([`MatvecShape::for_matrix`]).
+const MATVEC_MIN_WORKGROUPS: u32 = 256;
+
+/// Rows per matvec workgroup (`ROWS` in matvec.wgsl and matvec_glu.wgsl) for this adapter. On a
+/// GPU, 4: the 64 threads of a row read it coalesced and reduce their sums. On a CPU adapter
+/// (lavapipe, SwiftShader), 256: one thread per row and no reduction, because there every
+/// workgroup barrier switches each invocation's coroutine; a 1536 x 2048 Q4_K matvec took ~30 ms
+/// on lavapipe with 4 rows and ~0.3 ms with 256.
+pub fn matvec_rows(gpu: &Gpu) -> u32 {
+    if gpu.info.device_type == wgpu::DeviceType::Cpu {
+        256
+    } else {
+        4
+    }
+}
+
+/// Weights per unit of the decode dot products for weight type `ty` (`UNIT` in
+/// common/unit_dot.wgsl and its twins): 16 for Q4_K and Q6_K, whose units read each quant word
+/// once (common/unit_dot_q4_k.wgsl, unit_dot_q6_k.wgsl), 8 for the others.
+pub fn decode_unit(ty: GgmlType) -> u32 {
+    match ty {
+        GgmlType::Q4K | GgmlType::Q6K => 16,
+        _ => 8,
+    }
+}
+
+/// [`MatvecShape::for_matrix`]'s rows per workgroup on a GPU, from `rows`, for `n_rows` rows of
+/// `units` units.
+pub(crate) fn gpu_matvec_rows(mut rows: u32, n_rows: u32, units: u32) -> u32 {
+    while rows < MATVEC_WG && MATVEC_WG / rows > 2 * units {
+        rows *= 2;
+    }
+    while rows > 1 && n_rows / rows < MATVEC_MIN_WORKGROUPS {
+        rows /= 2;
+    }
+    rows
+}
+
+/// Whether the subgroup (`_sg`) variant of a kernel whose rows are each summed by `threads`
+/// invocations (common/reduce_sg.wgsl) is correct on this adapter: it has subgroups, and
+/// `threads` is a whole number of subgroups of every size the adapter may run (a multiple of its
+/// largest; WGSL fixes no subgroup size, and some adapters pick one per pipeline).
+pub fn subgroups_fit(gpu: &Gpu, threads: u32) -> bool {
+    let max = gpu.info.subgroup_max_size;
+    gpu.features.subgroups && max.is_power_of_two() && threads.is_multiple_of(max)
+}
+
+/// Kernel `base`, or its subgroup variant `<base>_sg` where `subgroups` is asked for and
+/// [`subgroups_fit`] rows of `threads` invocations.
+pub(crate) fn reduce_variant(gpu: &Gpu, base: String, threads: u32, subgroups: bool) -> String {
+    if subgroups && subgroups_fit(gpu, threads) {
+        base + "_sg"
+    } else {
+        base
+    }
+}
+
+/// How a decode matvec kernel (matvec, matvec_glu, moe_gate_up, moe_down) splits its workgroup
+/// of 256 threads over rows, and which variant sums a row's partial dot products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatvecShape {
+    /// Rows per workgroup (`ROWS`): a power of two up to 256, so each row has 256 / rows threads.
+    pub rows: u32,
+    /// Sum with subgroup operations (the `_sg` variant) where [`subgroups_fit`]; `false` takes
+    /// the portable variant everywhere.
+    pub subgroups: bool,
+}
+
+impl MatvecShape {
+    /// The adapter's choice: [`matvec_rows`] rows, subgroups where they fit.
+    pub fn for_adapter(gpu: &Gpu) -> MatvecShape {
+        MatvecShape {
+            rows: matvec_rows(gpu),
+            subgroups: true,
+        }
+    }
+
+    /// The adapter's choice for `n_rows` rows (workgroups' worth: for the experts, rows times
+    /// routes) of `n_cols` weights of type `ty`: as [`MatvecShape::for_adapter`], but on a GPU
+    /// first with more rows per workgroup where more than half of a row's threads would have no
+    /// unit ([`decode_unit`]; a 256-wide Q4_K row has 16), then with fewer where the matrix
+    /// would make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
+    /// workgroups of 4 rows leave most of a large GPU idle).
+    pub fn for_matrix(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
+        let mut shape = MatvecShape::for_adapter(gpu);
+        if gpu.info.device_type != wgpu::DeviceType::Cpu {
+            shape.rows = gpu_matvec_rows(shape.rows, n_rows, n_cols / decode_unit(ty));
+        }
+        shape
+    }
+
+    /// The variant name (`<base>` or `<base>_sg`) and pipeline key of kernel `base` in this
+    /// shape, checked to divide the workgroup into a power of two of threads per row (the
+    /// portable reduction halves them).
+    pub(crate) fn key(
+        self,
+        gpu: &Gpu,
+        base: String,
+        layout: &'static [Binding],
+    ) -> Result<PipelineKey> {
+        let rows = self.rows;
+        if !rows.is_power_of_two() || rows > MATVEC_WG {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{rows} matvec rows per workgroup: not a power of two up to {MATVEC_WG}"
+            )));
+        }
+        Ok(PipelineKey {
+            shader: reduce_variant(gpu, base, MATVEC_WG / rows, self.subgroups),
+            constants: vec![("ROWS", rows)],
+            layout,
+        })
+    }
+
+    /// Whether this shape takes the subgroup variant on `gpu`.
+    pub fn uses_subgroups(self, gpu: &Gpu) -> bool {
+        self.subgroups && subgroups_fit(gpu, MATVEC_WG / self.rows.max(1))
+    }
+}

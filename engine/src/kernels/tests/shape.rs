@@ -1,0 +1,77 @@
+//! The matvec shape policy (`kernels::shape`): which rows per workgroup a matvec takes, and
+//! where it takes the subgroup variant.
+
+use super::mat::{random_weight, weight};
+use super::{gpu, step_buffer};
+use crate::kernels::{self, MatOpts, MatvecShape};
+use crate::quant::GgmlType;
+
+async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    let (bytes, _) = random_weight(GgmlType::Q8_0, 4, 64, 0);
+    let gw = weight(&gpu, GgmlType::Q8_0, &bytes, 4, 64, &[]);
+    for bad in [0, 3, 512] {
+        let opts = MatOpts {
+            matvec: Some(MatvecShape {
+                rows: bad,
+                subgroups: true,
+            }),
+            ..Default::default()
+        };
+        let err = kernels::mat(&gpu, &gw, &dummy, &dummy, &step, &dummy, &opts)
+            .err()
+            .expect("rejected");
+        assert!(err.to_string().contains("rows per workgroup"), "{err}");
+    }
+}
+
+/// Where the adapter has subgroups, the shapes the tests run take the subgroup variant where a
+/// row's threads are whole subgroups and the portable one elsewhere.
+async fn matvec_subgroup_variant_where_it_fits() {
+    let gpu = gpu().await;
+    let shape = |rows, subgroups| MatvecShape { rows, subgroups };
+    if !gpu.features.subgroups {
+        eprintln!(
+            "matvec: no subgroups on {}: portable variants only",
+            gpu.info.name
+        );
+        assert!(!shape(1, true).uses_subgroups(&gpu));
+        return;
+    }
+    let max = gpu.info.subgroup_max_size;
+    eprintln!(
+        "matvec: subgroups of {}..{max} on {}",
+        gpu.info.subgroup_min_size, gpu.info.name
+    );
+    // A whole workgroup per row always fits (subgroups hold at most 128 invocations).
+    assert!(shape(1, true).uses_subgroups(&gpu));
+    assert!(!shape(1, false).uses_subgroups(&gpu));
+    // Rows of exactly the largest subgroup fit; rows of half of it do not.
+    assert!(shape(256 / max, true).uses_subgroups(&gpu));
+    assert!(!shape(512 / max, true).uses_subgroups(&gpu));
+    assert!(!shape(256, true).uses_subgroups(&gpu));
+}
+
+/// On a GPU, a matrix's rows per workgroup leave at most half of a row's threads without a unit,
+/// and the matrix at least 256 workgroups where its rows allow.
+async fn matvec_rows_for_a_gpu_matrix() {
+    use crate::kernels::shape::gpu_matvec_rows;
+    // 2048 or 768 wide (Q4_K: 128 or 48 units): 64 threads a row, as for the adapter.
+    assert_eq!(gpu_matvec_rows(4, 6144, 128), 4);
+    assert_eq!(gpu_matvec_rows(4, 2048, 48), 4);
+    // Q4_K 256 wide: 16 units, 32 threads a row (8 rows a workgroup).
+    assert_eq!(gpu_matvec_rows(4, 2048, 16), 8);
+    // 4 units: 8 threads a row; but a matrix of few rows keeps 256 workgroups first.
+    assert_eq!(gpu_matvec_rows(4, 1 << 16, 4), 32);
+    assert_eq!(gpu_matvec_rows(4, 1024, 4), 4);
+    // A 128-expert router: one row a workgroup.
+    assert_eq!(gpu_matvec_rows(4, 128, 256), 1);
+}
+
+super::gpu_tests!(
+    matvec_rows_for_a_gpu_matrix,
+    matvec_subgroup_variant_where_it_fits,
+    matvec_rows_per_workgroup_must_split_the_workgroup
+);
