@@ -5,7 +5,8 @@
 //! - `// tandem:include common/x.wgsl`: prepend a helper file (include-only helpers live in common/;
 //!   a helper may include others the same way; each file is included once).
 //! - `// tandem:per-qtype`: build one variant per GGML weight type, named `<stem>_<qtype>`, each with
-//!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`), and every
+//!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`; every such
+//!   helper is a weight type, and `quant::TYPES` must list it: `gpu::tests` checks), and every
 //!   helper it includes, directly or nested, that has a twin `common/x_<qtype>.wgsl` beside
 //!   `common/x.wgsl` replaced by the twin (same functions, written for that type's blocks).
 //! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
@@ -22,9 +23,22 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-const QTYPES: &[&str] = &[
-    "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k",
-];
+/// The weight types: every `common/quant_<qtype>.wgsl`, sorted.
+fn qtypes(wgsl: &Path) -> Vec<String> {
+    let mut q: Vec<String> = std::fs::read_dir(wgsl.join("common"))
+        .expect("wgsl/common/ folder")
+        .filter_map(|e| {
+            let name = e.expect("dir entry").file_name().into_string().ok()?;
+            Some(
+                name.strip_prefix("quant_")?
+                    .strip_suffix(".wgsl")?
+                    .to_string(),
+            )
+        })
+        .collect();
+    q.sort();
+    q
+}
 
 /// The first line of every `_sg` variant (see `gpu::shaders::source_for`).
 const ENABLE_SUBGROUPS: &str = "enable subgroups;\n";
@@ -89,6 +103,8 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
         .collect();
     files.sort();
+    let qtypes = qtypes(&wgsl);
+    println!("cargo:rerun-if-changed={}", wgsl.join("common").display());
 
     let mut out = format!(
         "pub const ENABLE_SUBGROUPS: &str = {ENABLE_SUBGROUPS:?};\n\
@@ -116,14 +132,14 @@ fn main() {
             }
         }
         // (name, includes, weight type)
-        type Variant = (String, Vec<PathBuf>, Option<&'static str>);
+        type Variant<'a> = (String, Vec<PathBuf>, Option<&'a str>);
         let variants: Vec<Variant> = if per_qtype {
-            QTYPES
+            qtypes
                 .iter()
                 .map(|q| {
                     let mut inc = includes.clone();
                     inc.push(wgsl.join(format!("common/quant_{q}.wgsl")));
-                    (format!("{stem}_{q}"), inc, Some(*q))
+                    (format!("{stem}_{q}"), inc, Some(q.as_str()))
                 })
                 .collect()
         } else {

@@ -184,26 +184,12 @@ fn grid_2d(n: u32) -> [u32; 3] {
 }
 
 fn qtype_suffix(ty: GgmlType) -> Result<&'static str> {
-    use GgmlType::*;
-    Ok(match ty {
-        F32 => "f32",
-        F16 => "f16",
-        BF16 => "bf16",
-        Q4_0 => "q4_0",
-        Q4_1 => "q4_1",
-        Q5_0 => "q5_0",
-        Q5_1 => "q5_1",
-        Q8_0 => "q8_0",
-        Q4K => "q4_k",
-        Q5K => "q5_k",
-        Q6K => "q6_k",
-        other => {
-            return Err(crate::Error::UnsupportedTensorType {
-                name: String::new(),
-                ty: other.name(),
-            })
-        }
-    })
+    ty.gpu()
+        .map(|g| g.wgsl)
+        .ok_or_else(|| crate::Error::UnsupportedTensorType {
+            name: String::new(),
+            ty: ty.name(),
+        })
 }
 
 fn key(shader: String, layout: &'static [Binding]) -> PipelineKey {
@@ -312,10 +298,7 @@ pub fn matvec_rows(gpu: &Gpu) -> u32 {
 /// common/unit_dot.wgsl and its twins): 16 for Q4_K and Q6_K, whose units read each quant word
 /// once (common/unit_dot_q4_k.wgsl, unit_dot_q6_k.wgsl), 8 for the others.
 pub fn decode_unit(ty: GgmlType) -> u32 {
-    match ty {
-        GgmlType::Q4K | GgmlType::Q6K => 16,
-        _ => 8,
-    }
+    ty.gpu().map_or(8, |g| g.decode_unit)
 }
 
 /// [`MatvecShape::for_matrix`]'s rows per workgroup on a GPU, from `rows`, for `n_rows` rows of
