@@ -96,7 +96,13 @@ fn main() {
     // worktrees) must expand the kernels of the checkout being built.
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let wgsl = Path::new(&manifest).join("../wgsl");
-    println!("cargo:rerun-if-changed={}", wgsl.display());
+    // Watched paths are printed relative to the package root, which cargo resolves against the
+    // checkout being built: absolute ones would keep watching the checkout that ran the script last.
+    let watch = |p: &Path| {
+        let rel = p.strip_prefix(&manifest).unwrap_or(p);
+        println!("cargo:rerun-if-changed={}", rel.display());
+    };
+    watch(&wgsl);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&wgsl)
         .expect("wgsl/ folder")
         .map(|e| e.expect("dir entry").path())
@@ -104,14 +110,14 @@ fn main() {
         .collect();
     files.sort();
     let qtypes = qtypes(&wgsl);
-    println!("cargo:rerun-if-changed={}", wgsl.join("common").display());
+    watch(&wgsl.join("common"));
 
     let mut out = format!(
         "pub const ENABLE_SUBGROUPS: &str = {ENABLE_SUBGROUPS:?};\n\
          pub const SHADERS: &[(&str, &str)] = &[\n"
     );
     for file in &files {
-        println!("cargo:rerun-if-changed={}", file.display());
+        watch(file);
         let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
         let text = std::fs::read_to_string(file).expect("read kernel");
         let mut includes = Vec::new();
@@ -183,7 +189,7 @@ fn main() {
                     file.display(),
                     inc.display()
                 );
-                println!("cargo:rerun-if-changed={}", inc.display());
+                watch(inc);
                 write!(
                     parts,
                     "include_str!({:?}), \"\\n\", ",
