@@ -150,7 +150,11 @@ fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
 
 fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..rows)
-        .map(|r| (0..cols).map(|k| w[r * cols + k] * x[k]).sum())
+        .map(|r| {
+            (0..cols)
+                .map(|k| w[r * cols + k] as f64 * x[k] as f64)
+                .sum::<f64>() as f32
+        })
         .collect()
 }
 
