@@ -308,3 +308,29 @@ impl Block for BlockQ6K {
         }
     }
 }
+
+/// The 16 values of IQ4_NL and IQ4_XS quants (GGML's kvalues_iq4nl).
+const KVALUES_IQ4NL: [i8; 16] = [
+    -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub struct BlockIQ4NL {
+    pub d: [u8; 2],
+    pub qs: [u8; 16],
+}
+const _: () = assert!(size_of::<BlockIQ4NL>() == 18);
+
+impl Block for BlockIQ4NL {
+    const QK: usize = 32;
+    // x = d * kvalue, |kvalue| <= 127.
+    const SCALES: &'static [(usize, f32)] = &[(0, 1.0 / 127.0)];
+    fn dequant(&self, y: &mut [f32]) {
+        let d = h(self.d);
+        for j in 0..16 {
+            y[j] = d * KVALUES_IQ4NL[(self.qs[j] & 0xF) as usize] as f32;
+            y[j + 16] = d * KVALUES_IQ4NL[(self.qs[j] >> 4) as usize] as f32;
+        }
+    }
+}
