@@ -334,3 +334,41 @@ impl Block for BlockIQ4NL {
         }
     }
 }
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub struct BlockQ3K {
+    pub hmask: [u8; 32],
+    pub qs: [u8; 64],
+    pub scales: [u8; 12],
+    pub d: [u8; 2],
+}
+const _: () = assert!(size_of::<BlockQ3K>() == 110);
+
+impl Block for BlockQ3K {
+    const QK: usize = 256;
+    // x = d * (sc - 32) * q with 6-bit sc and q in -4..3.
+    const SCALES: &'static [(usize, f32)] = &[(108, 1.0 / (32.0 * 4.0))];
+    fn dequant(&self, y: &mut [f32]) {
+        let d = h(self.d);
+        // Two halves of 128; in each, 4 shifts of the 2-bit quants by 2 x 32 weights with a
+        // 6-bit scale each (low 4 bits in scales[0..8], high 2 bits in scales[8..12]).
+        for n in 0..2 {
+            for shift in 0..4 {
+                for half in 0..2 {
+                    let is = 8 * n + 2 * shift + half;
+                    let lo = (self.scales[is % 8] >> (4 * (is / 8))) & 0xF;
+                    let hi = (self.scales[8 + is % 4] >> (2 * (is / 4))) & 3;
+                    let dl = d * ((lo | hi << 4) as i32 - 32) as f32;
+                    let m = 1u8 << (4 * n + shift);
+                    for l in 0..16 {
+                        let k = 16 * half + l;
+                        let q = ((self.qs[32 * n + k] >> (2 * shift)) & 3) as i32;
+                        let q = q - if self.hmask[k] & m != 0 { 0 } else { 4 };
+                        y[128 * n + 32 * shift + k] = dl * q as f32;
+                    }
+                }
+            }
+        }
+    }
+}
