@@ -372,3 +372,34 @@ impl Block for BlockQ3K {
         }
     }
 }
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub struct BlockIQ4XS {
+    pub d: [u8; 2],
+    pub scales_h: [u8; 2],
+    pub scales_l: [u8; 4],
+    pub qs: [u8; 128],
+}
+const _: () = assert!(size_of::<BlockIQ4XS>() == 136);
+
+impl Block for BlockIQ4XS {
+    const QK: usize = 256;
+    // x = d * (ls - 32) * kvalue with 6-bit ls, |kvalue| <= 127.
+    const SCALES: &'static [(usize, f32)] = &[(0, 1.0 / (32.0 * 127.0))];
+    fn dequant(&self, y: &mut [f32]) {
+        let d = h(self.d);
+        let sh = u16::from_le_bytes(self.scales_h);
+        for ib in 0..8 {
+            let lo = (self.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+            let hi = ((sh >> (2 * ib)) & 3) as u8;
+            let dl = d * ((lo | hi << 4) as i32 - 32) as f32;
+            let qs = &self.qs[16 * ib..16 * ib + 16];
+            let y = &mut y[32 * ib..32 * ib + 32];
+            for j in 0..16 {
+                y[j] = dl * KVALUES_IQ4NL[(qs[j] & 0xF) as usize] as f32;
+                y[j + 16] = dl * KVALUES_IQ4NL[(qs[j] >> 4) as usize] as f32;
+            }
+        }
+    }
+}
