@@ -403,3 +403,37 @@ impl Block for BlockIQ4XS {
         }
     }
 }
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub struct BlockQ2K {
+    pub scales: [u8; 16],
+    pub qs: [u8; 64],
+    pub d: [u8; 2],
+    pub dmin: [u8; 2],
+}
+const _: () = assert!(size_of::<BlockQ2K>() == 84);
+
+impl Block for BlockQ2K {
+    const QK: usize = 256;
+    // x = d * sc * q - dmin * m with 4-bit sc, m and q in 0..3: dmin = d * q_mid centres it.
+    const SCALES: &'static [(usize, f32)] = &[(80, 1.0 / (15.0 * 3.0)), (82, 1.5 / (15.0 * 3.0))];
+    fn dequant(&self, y: &mut [f32]) {
+        let (d, dmin) = (h(self.d), h(self.dmin));
+        // As Q3_K without the high bit: 16 groups of 16 with a 4-bit scale and min in one byte.
+        for n in 0..2 {
+            for shift in 0..4 {
+                for half in 0..2 {
+                    let sc = self.scales[8 * n + 2 * shift + half];
+                    let dl = d * (sc & 0xF) as f32;
+                    let ml = dmin * (sc >> 4) as f32;
+                    for l in 0..16 {
+                        let k = 16 * half + l;
+                        let q = (self.qs[32 * n + k] >> (2 * shift)) & 3;
+                        y[128 * n + 32 * shift + k] = dl * q as f32 - ml;
+                    }
+                }
+            }
+        }
+    }
+}
