@@ -5,7 +5,8 @@
 //! - `// tandem:include common/x.wgsl`: prepend a helper file (include-only helpers live in common/;
 //!   a helper may include others the same way; each file is included once).
 //! - `// tandem:per-qtype`: build one variant per GGML weight type, named `<stem>_<qtype>`, each with
-//!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`), and every
+//!   `common/quant_<qtype>.wgsl` prepended (it defines the block layout and `dequant8`; every such
+//!   helper is a weight type, and `quant::TYPES` must list it: `gpu::tests` checks), and every
 //!   helper it includes, directly or nested, that has a twin `common/x_<qtype>.wgsl` beside
 //!   `common/x.wgsl` replaced by the twin (same functions, written for that type's blocks).
 //! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
@@ -22,9 +23,22 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-const QTYPES: &[&str] = &[
-    "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k",
-];
+/// The weight types: every `common/quant_<qtype>.wgsl`, sorted.
+fn qtypes(wgsl: &Path) -> Vec<String> {
+    let mut q: Vec<String> = std::fs::read_dir(wgsl.join("common"))
+        .expect("wgsl/common/ folder")
+        .filter_map(|e| {
+            let name = e.expect("dir entry").file_name().into_string().ok()?;
+            Some(
+                name.strip_prefix("quant_")?
+                    .strip_suffix(".wgsl")?
+                    .to_string(),
+            )
+        })
+        .collect();
+    q.sort();
+    q
+}
 
 /// The first line of every `_sg` variant (see `gpu::shaders::source_for`).
 const ENABLE_SUBGROUPS: &str = "enable subgroups;\n";
@@ -82,20 +96,28 @@ fn main() {
     // worktrees) must expand the kernels of the checkout being built.
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let wgsl = Path::new(&manifest).join("../wgsl");
-    println!("cargo:rerun-if-changed={}", wgsl.display());
+    // Watched paths are printed relative to the package root, which cargo resolves against the
+    // checkout being built: absolute ones would keep watching the checkout that ran the script last.
+    let watch = |p: &Path| {
+        let rel = p.strip_prefix(&manifest).unwrap_or(p);
+        println!("cargo:rerun-if-changed={}", rel.display());
+    };
+    watch(&wgsl);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&wgsl)
         .expect("wgsl/ folder")
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
         .collect();
     files.sort();
+    let qtypes = qtypes(&wgsl);
+    watch(&wgsl.join("common"));
 
     let mut out = format!(
         "pub const ENABLE_SUBGROUPS: &str = {ENABLE_SUBGROUPS:?};\n\
          pub const SHADERS: &[(&str, &str)] = &[\n"
     );
     for file in &files {
-        println!("cargo:rerun-if-changed={}", file.display());
+        watch(file);
         let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
         let text = std::fs::read_to_string(file).expect("read kernel");
         let mut includes = Vec::new();
@@ -116,14 +138,14 @@ fn main() {
             }
         }
         // (name, includes, weight type)
-        type Variant = (String, Vec<PathBuf>, Option<&'static str>);
+        type Variant<'a> = (String, Vec<PathBuf>, Option<&'a str>);
         let variants: Vec<Variant> = if per_qtype {
-            QTYPES
+            qtypes
                 .iter()
                 .map(|q| {
                     let mut inc = includes.clone();
                     inc.push(wgsl.join(format!("common/quant_{q}.wgsl")));
-                    (format!("{stem}_{q}"), inc, Some(*q))
+                    (format!("{stem}_{q}"), inc, Some(q.as_str()))
                 })
                 .collect()
         } else {
@@ -167,7 +189,7 @@ fn main() {
                     file.display(),
                     inc.display()
                 );
-                println!("cargo:rerun-if-changed={}", inc.display());
+                watch(inc);
                 write!(
                     parts,
                     "include_str!({:?}), \"\\n\", ",

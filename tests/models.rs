@@ -276,6 +276,23 @@ fn tiny_qwen3moe_h256_q4_k_m() {
     );
 }
 
+/// A wider llama (hidden 256, FFN 256, 2 layers) whose matrices llama.cpp's llama-quantize made
+/// Q2_K, Q3_K, IQ4_NL and IQ4_XS (each in two or three roles: token_embd IQ4_NL, output Q3_K;
+/// layer 0 QKV Q3_K, attn_output IQ4_XS, gate/up Q2_K, down IQ4_NL; layer 1 QKV IQ4_NL, attn_output
+/// Q2_K, gate/up IQ4_XS, down Q3_K). The golden is transformers on the dequantized weights, so the
+/// tolerances are those of the other fixtures.
+#[test]
+fn tiny_llama_h256_mixq() {
+    check_golden(
+        "model_tiny-llama-h256-mixq.json",
+        Tolerance {
+            max_abs: 2e-3,
+            greedy: 24,
+            perplexity: 0.01,
+        },
+    );
+}
+
 #[test]
 fn tiny_glm4moe() {
     check_golden(

@@ -52,24 +52,6 @@ impl ModelSpec {
 
 const ALIGN: u64 = 32;
 
-fn type_id(ty: GgmlType) -> u32 {
-    use GgmlType::*;
-    match ty {
-        F32 => 0,
-        F16 => 1,
-        Q4_0 => 2,
-        Q4_1 => 3,
-        Q5_0 => 6,
-        Q5_1 => 7,
-        Q8_0 => 8,
-        Q4K => 12,
-        Q5K => 13,
-        Q6K => 14,
-        BF16 => 30,
-        other => panic!("the generator does not write {other}"),
-    }
-}
-
 fn w_str(w: &mut impl Write, s: &str) -> io::Result<()> {
     w.write_all(&(s.len() as u64).to_le_bytes())?;
     w.write_all(s.as_bytes())
@@ -143,7 +125,7 @@ pub fn write_gguf<W: Write + Seek>(
         for d in &t.dims {
             w.write_all(&d.to_le_bytes())?;
         }
-        w.write_all(&type_id(t.ty).to_le_bytes())?;
+        w.write_all(&t.ty.id().to_le_bytes())?;
         w.write_all(&offset.to_le_bytes())?;
         offset = (offset + t.n_bytes()).next_multiple_of(ALIGN);
     }

@@ -25,7 +25,7 @@ pub enum Error {
     },
     #[error("the GGUF file is corrupt: {0}")]
     Corrupt(String),
-    #[error("tensor {name} has type {ty}, which Tandem does not support; re-quantize the model to one of F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K")]
+    #[error("tensor {name} has type {ty}, which Tandem does not support; re-quantize the model to one of {}", crate::quant::gpu_type_names())]
     UnsupportedTensorType { name: String, ty: String },
     #[error("the model's metadata lacks {key}; it is needed for architecture {arch}")]
     MissingMetadata { key: String, arch: String },

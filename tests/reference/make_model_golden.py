@@ -196,7 +196,7 @@ def tiny_cases(vocab, bos, tok_ids_of):
 
 TINY = ["tiny-llama", "tiny-llama-q8_0", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3",
         "tiny-qwen3moe", "tiny-qwen3moe-q8_0", "tiny-glm4moe", "tiny-glm4moe-q8_0",
-        "tiny-qwen3moe-h256-q4_k_m"]
+        "tiny-qwen3moe-h256-q4_k_m", "tiny-llama-h256-mixq"]
 
 
 def tiny_models(only=None):

@@ -11,7 +11,9 @@ The MoE families (qwen3moe, glm4moe) also get a q8_0 GGUF; transformers cannot l
 they are read back with gguf-py into the transformers model by name (load_moe_gguf).
 qwen3moe-h256 is a wider qwen3moe (hidden 256, expert FFN 256: every row a whole number of 256-weight
 K-quant super-blocks) committed only as Q4_K_M: converted to f32 in a temporary folder, then quantized
-by llama.cpp's llama-quantize (gguf-py cannot make K-quants). transformers 5
+by llama.cpp's llama-quantize (gguf-py cannot make K-quants). llama-h256 is a wider llama made the
+same way, its matrices quantized to Q2_K, Q3_K, IQ4_NL and IQ4_XS by llama-quantize's per-tensor
+overrides (tiny-llama-h256-mixq: each of the four types in two or three roles, see MIXQ). transformers 5
 stores experts fused (experts.gate_up_proj [E, 2F, H], experts.down_proj [E, H, F]); the glm4moe
 converter wants them per expert, so they are split before conversion; the converter's GLM vocab
 (which wants GLM's own BPE tokenizer) is replaced by the sentencepiece one (convert()).
@@ -68,9 +70,21 @@ def make_tokenizer():
 
 MOE_FAMILIES = ("qwen3moe", "glm4moe", "qwen3moe-h256")
 # Families committed only as a llama-quantize output (type given here), made from a temporary f32 GGUF.
-LLAMA_QUANTIZE = {"qwen3moe-h256": "Q4_K_M"}
+LLAMA_QUANTIZE = {"qwen3moe-h256": "Q4_K_M", "llama-h256": "MIXQ"}
 # Families wider than 64 whose matrices are drawn with std scaled by sqrt(64 / fan_in) (see build()).
-FAN_IN_SCALED = ("qwen3moe-h256",)
+FAN_IN_SCALED = ("qwen3moe-h256", "llama-h256")
+# tiny-llama-h256-mixq: llama-quantize's per-tensor types (--tensor-type regex=type, first match
+# wins; the embedding and output through their own options), so that each of Q2_K, Q3_K, IQ4_NL and
+# IQ4_XS is read by the embedding or the fused gate/up matvec or a stacked QKV, and by a plain matrix.
+MIXQ = {
+    "token_embd.weight": "IQ4_NL", "output.weight": "Q3_K",
+    "blk.0.attn_q.weight": "Q3_K", "blk.0.attn_k.weight": "Q3_K", "blk.0.attn_v.weight": "Q3_K",
+    "blk.0.attn_output.weight": "IQ4_XS", "blk.0.ffn_gate.weight": "Q2_K", "blk.0.ffn_up.weight": "Q2_K",
+    "blk.0.ffn_down.weight": "IQ4_NL",
+    "blk.1.attn_q.weight": "IQ4_NL", "blk.1.attn_k.weight": "IQ4_NL", "blk.1.attn_v.weight": "IQ4_NL",
+    "blk.1.attn_output.weight": "Q2_K", "blk.1.ffn_gate.weight": "IQ4_XS", "blk.1.ffn_up.weight": "IQ4_XS",
+    "blk.1.ffn_down.weight": "Q3_K",
+}
 
 
 def configs():
@@ -112,6 +126,12 @@ def configs():
                                   moe_intermediate_size=64,
                                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                    "partial_rotary_factor": 0.5}), 16),
+        # llama as above, but every row a multiple of 256 weights (hidden 256, FFN 256, 4 heads x 64,
+        # 2 KV heads), for llama-quantize's K-quants and IQ4_XS (MIXQ)
+        "llama-h256": (LlamaConfig(**{**COMMON, "hidden_size": 256, "intermediate_size": 256},
+                                   num_hidden_layers=2, head_dim=64, rms_norm_eps=1e-5,
+                                   tie_word_embeddings=False,
+                                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), 18),
         # qwen3moe as above, but every row a multiple of 256 weights (hidden 256, 4 heads x 64 = 256,
         # expert FFN 256), so llama-quantize's Q4_K_M mix needs no fallback types; 8 experts, top-2
         "qwen3moe-h256": (Qwen3MoeConfig(**{**COMMON, "hidden_size": 256, "intermediate_size": 256},
@@ -222,8 +242,19 @@ def convert(llama_cpp, hf_dir, out, outtype):
 
 
 def quantize(llama_quantize, src, out, qtype):
-    """llama.cpp's llama-quantize, one thread (K-quants without an imatrix are deterministic)."""
-    cmd = [str(llama_quantize), str(src), str(out), qtype, "1"]
+    """llama.cpp's llama-quantize, one thread (K-quants without an imatrix are deterministic).
+    qtype MIXQ: the types of MIXQ, tensor by tensor."""
+    opts = []
+    if qtype == "MIXQ":
+        for name, ty in MIXQ.items():
+            if name == "token_embd.weight":
+                opts += ["--token-embedding-type", ty.lower()]
+            elif name == "output.weight":
+                opts += ["--output-tensor-type", ty.lower()]
+            else:
+                opts += ["--tensor-type", name.replace(".", r"\.").removesuffix(r"\.weight") + "=" + ty.lower()]
+        qtype = "Q4_K_M"  # overridden for every matrix
+    cmd = [str(llama_quantize)] + opts + [str(src), str(out), qtype, "1"]
     print("  $", " ".join(cmd), flush=True)
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -371,6 +402,7 @@ def sensitivity(model, config):
 
 
 QTOL_K = 0.5
+QTOL_MIXQ = 1.0
 
 
 def q4_k_dequant(raw, bug=None):
@@ -464,6 +496,8 @@ def main():
                 # the point of the fixture: the routed experts' gate/up really are Q4_K
                 assert all(ty == "Q4_K" for t, ty in types.items() if t.endswith(("ffn_gate_exps.weight",
                                                                                    "ffn_up_exps.weight"))), types
+                if outtype == "MIXQ":  # every matrix has the type asked for, the rest is F32
+                    assert all(types[t] == MIXQ.get(t, "F32") for t in types), types
             kv = gguf_kv(out)
             print("  " + ", ".join(f"{k}={v}" for k, v in kv.items()
                                   if k.startswith(kv["general.architecture"] + ".") or k in
@@ -478,6 +512,9 @@ def main():
             q8_tol = 5e-2 if family in MOE_FAMILIES else 1e-2
             # Q4_K_M (weight NMSE ~3e-3, 100x Q8_0's): QTOL_K bounds the damage the same way
             q_tol = QTOL_K if outtype in LLAMA_QUANTIZE.values() else q8_tol
+            # MIXQ: 2- and 3-bit matrices without an importance matrix (NMSE 0.73 against the f32
+            # model); the golden is made from the quantized file, so this only bounds the damage
+            q_tol = QTOL_MIXQ if outtype == "MIXQ" else q_tol
             ok = (err <= 1e-3 * max(1.0, scale) and same) if outtype == "f32" else nmse < q_tol
             report[name] = {"max_abs_dlogit": err, "max_abs_logit": scale, "nmse": nmse, "argmax_equal": same,
                             "ok": ok}

@@ -583,26 +583,6 @@ fn context(e: Error, place: &str) -> Error {
     }
 }
 
-/// Block geometry (elements, bytes) of types llama.cpp knows but Tandem's `quant` does not, so
-/// their tensors' extents can still be checked. Values from ggml's type traits.
-fn other_geometry(id: u32) -> Option<(u64, u64)> {
-    Some(match id {
-        16 => (256, 66),  // IQ2_XXS
-        17 => (256, 74),  // IQ2_XS
-        18 => (256, 98),  // IQ3_XXS
-        19 => (256, 50),  // IQ1_S
-        20 => (32, 18),   // IQ4_NL
-        21 => (256, 110), // IQ3_S
-        22 => (256, 82),  // IQ2_S
-        23 => (256, 136), // IQ4_XS
-        29 => (256, 56),  // IQ1_M
-        34 => (256, 54),  // TQ1_0
-        35 => (256, 66),  // TQ2_0
-        39 => (32, 17),   // MXFP4
-        _ => return None,
-    })
-}
-
 /// Sizes of the metadata value types that have a fixed size.
 fn fixed_size(ty: u32) -> Option<u64> {
     Some(match ty {
@@ -843,11 +823,7 @@ impl<'a> Reader<'a> {
             )));
         }
         let ty = GgmlType::from_id(id);
-        let geometry = match ty {
-            GgmlType::Other(id) => other_geometry(id),
-            t => t.block_geometry(),
-        };
-        let n_bytes = match geometry {
+        let n_bytes = match ty.block_geometry() {
             None => 0,
             Some((block, block_bytes)) => {
                 let row = dims.first().copied().unwrap_or(1);

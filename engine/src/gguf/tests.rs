@@ -352,15 +352,16 @@ fn gguf_invalid_utf8_is_replaced() {
 
 #[test]
 fn gguf_known_geometry_for_types_tandem_cannot_load() {
-    // IQ4_NL (20): ggml knows its size, so the extent is checked; type 200: nothing known.
+    // IQ2_XXS (16): ggml knows its size, so the extent is checked; type 200: nothing known.
     let file = Builder::new()
-        .tensor("iq.weight", &[32, 2], 20, bytes(36, 0))
+        .tensor("iq.weight", &[256, 2], 16, bytes(132, 0))
         .tensor("new.weight", &[8], 200, vec![])
         .build();
     let g = parse(&file).unwrap();
     let iq = g.tensor("iq.weight").unwrap();
-    assert_eq!(iq.ty, GgmlType::Other(20));
-    assert_eq!(iq.n_bytes, 36);
+    assert_eq!(iq.ty, GgmlType::Other(16));
+    assert_eq!(iq.ty.to_string(), "IQ2_XXS");
+    assert_eq!(iq.n_bytes, 132);
     let new = g.tensor("new.weight").unwrap();
     assert_eq!(new.ty, GgmlType::Other(200));
     assert_eq!(new.n_bytes, 0);

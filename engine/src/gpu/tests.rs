@@ -8,6 +8,7 @@
 //! (`shaders::source_for`).
 
 use super::shaders::{source_for, ENABLE_SUBGROUPS, SHADERS};
+use crate::quant::TYPES;
 
 const NATIVE: wgpu::Backend = wgpu::Backend::Vulkan;
 
@@ -17,9 +18,8 @@ fn portable_caps() -> naga::valid::Capabilities {
 
 #[test]
 fn every_variant_validates_with_naga() {
-    for q in [
-        "f32", "f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_k", "q5_k", "q6_k",
-    ] {
+    let qtypes: Vec<&str> = TYPES.iter().filter_map(|t| Some(t.gpu?.wgsl)).collect();
+    for &q in &qtypes {
         for k in [
             "matvec",
             "matvec_sg",
@@ -70,7 +70,40 @@ fn every_variant_validates_with_naga() {
             );
         }
     }
-    assert!(n_sg >= 2 * 11, "subgroup variants of matvec and matvec_glu");
+    assert!(
+        n_sg >= 2 * qtypes.len(),
+        "subgroup variants of matvec and matvec_glu"
+    );
+}
+
+/// build.rs builds the per-qtype kernels for every `common/quant_<q>.wgsl` it finds: each is a
+/// GPU type of `quant::TYPES`, and each GPU type has one. The decode unit the host assumes is the
+/// one its matvec has.
+#[test]
+fn every_quant_helper_is_a_gpu_type() {
+    for (name, _) in SHADERS {
+        let Some(q) = name.strip_prefix("matmul_") else {
+            continue;
+        };
+        assert!(
+            TYPES.iter().any(|t| t.gpu.is_some_and(|g| g.wgsl == q)),
+            "wgsl/common/quant_{q}.wgsl has no GPU type in quant::TYPES"
+        );
+    }
+    for t in TYPES {
+        if let Some(g) = t.gpu {
+            let variant = format!("matmul_{}", g.wgsl);
+            assert!(
+                SHADERS.iter().any(|(n, _)| *n == variant),
+                "{}: no wgsl/common/quant_{}.wgsl",
+                t.name,
+                g.wgsl
+            );
+            let matvec = source_for(&format!("matvec_{}", g.wgsl), NATIVE).unwrap();
+            let unit = format!("const UNIT: u32 = {}u;", g.decode_unit);
+            assert!(matvec.contains(&unit), "{}: matvec lacks `{unit}`", t.name);
+        }
+    }
 }
 
 /// naga 30 rejects `enable subgroups;` (known, not yet implemented), which is why

@@ -157,26 +157,12 @@ pub(crate) fn grid_2d(n: u32) -> [u32; 3] {
 
 /// The variant suffix of weight type `ty` (`matvec_<suffix>`, build.rs's `tandem:per-qtype`).
 pub(crate) fn qtype_suffix(ty: GgmlType) -> Result<&'static str> {
-    use GgmlType::*;
-    Ok(match ty {
-        F32 => "f32",
-        F16 => "f16",
-        BF16 => "bf16",
-        Q4_0 => "q4_0",
-        Q4_1 => "q4_1",
-        Q5_0 => "q5_0",
-        Q5_1 => "q5_1",
-        Q8_0 => "q8_0",
-        Q4K => "q4_k",
-        Q5K => "q5_k",
-        Q6K => "q6_k",
-        other => {
-            return Err(crate::Error::UnsupportedTensorType {
-                name: String::new(),
-                ty: other.name(),
-            })
-        }
-    })
+    ty.gpu()
+        .map(|g| g.wgsl)
+        .ok_or_else(|| crate::Error::UnsupportedTensorType {
+            name: String::new(),
+            ty: ty.name(),
+        })
 }
 
 /// The pipeline key of variant `shader` with no override constants.

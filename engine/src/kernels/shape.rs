@@ -31,10 +31,7 @@ pub fn matvec_rows(gpu: &Gpu) -> u32 {
 /// common/unit_dot.wgsl and its twins): 16 for Q4_K and Q6_K, whose units read each quant word
 /// once (common/unit_dot_q4_k.wgsl, unit_dot_q6_k.wgsl), 8 for the others.
 pub fn decode_unit(ty: GgmlType) -> u32 {
-    match ty {
-        GgmlType::Q4K | GgmlType::Q6K => 16,
-        _ => 8,
-    }
+    ty.gpu().map_or(8, |g| g.decode_unit)
 }
 
 /// [`MatvecShape::for_matrix`]'s rows per workgroup on a GPU, from `rows`, for `n_rows` rows of

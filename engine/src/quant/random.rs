@@ -49,7 +49,7 @@ fn put_f16(b: &mut [u8], off: usize, v: f32) {
 /// about `amp`, roughly centred on zero): random quants and scales, with the f16 super-scales
 /// set so the values stay in range. Returns false for types it cannot make.
 pub fn fill_random(ty: GgmlType, amp: f32, rng: &mut XorShift, out: &mut [u8]) -> bool {
-    use GgmlType::*;
+    use GgmlType::{BF16, F16, F32};
     match ty {
         F32 => {
             for c in out.chunks_exact_mut(4) {
@@ -71,25 +71,16 @@ pub fn fill_random(ty: GgmlType, amp: f32, rng: &mut XorShift, out: &mut [u8]) -
         }
         _ => {}
     }
-    let Some((_, bs)) = ty.block_geometry() else {
+    let Some(info) = ty
+        .info()
+        .filter(|t| t.dequant.is_some() && !t.scales.is_empty())
+    else {
         return false;
     };
     // (offset, value) of each f16 field of a block.
-    let fields: Vec<(usize, f32)> = match ty {
-        Q4_0 => vec![(0, amp / 8.0)],
-        Q4_1 => vec![(0, amp / 8.0), (2, -amp)],
-        Q5_0 => vec![(0, amp / 16.0)],
-        Q5_1 => vec![(0, amp / 16.0), (2, -amp)],
-        Q8_0 => vec![(0, amp / 127.0)],
-        // x = d * sc * q - dmin * m with 6-bit sc, m: dmin = d * q_mid centres it.
-        Q4K => vec![(0, amp / (63.0 * 15.0)), (2, 7.5 * amp / (63.0 * 15.0))],
-        Q5K => vec![(0, amp / (63.0 * 31.0)), (2, 15.5 * amp / (63.0 * 31.0))],
-        // x = d * sc * (q - 32) with int8 sc.
-        Q6K => vec![(208, amp / (127.0 * 32.0))],
-        _ => return false,
-    };
+    let fields: Vec<(usize, f32)> = info.scales.iter().map(|&(o, v)| (o, v * amp)).collect();
     rng.fill(out);
-    let bs = bs as usize;
+    let bs = info.bytes as usize;
     // The same f16 bytes for every block: compute once.
     let mut proto = vec![0u8; bs];
     for &(off, v) in &fields {

@@ -1,8 +1,9 @@
 //! The layout the WGSL kernels read weights in. Storage buffers are arrays of u32, so a block
 //! whose size is not a multiple of 4 bytes (Q4_0 18, Q5_0 22, Q8_0 34, Q6_K 210) cannot be
-//! addressed in place. Those types are stored in pairs of blocks: one word with both f16 scales,
-//! then the two blocks without their scale. Every other supported type keeps its GGUF layout.
-//! The WGSL readers in `wgsl/common/quant_<qtype>.wgsl` mirror this.
+//! addressed in place. Those types (a `paired_scale` in their row of [`super::TYPES`]) are stored
+//! in pairs of blocks: one word with both f16 scales, then the two blocks without their scale.
+//! Every other supported type keeps its GGUF layout. The WGSL readers in
+//! `wgsl/common/quant_<qtype>.wgsl` mirror this.
 
 use std::borrow::Cow;
 
@@ -10,11 +11,7 @@ use super::GgmlType;
 
 /// Where a block's f16 scale sits, for the paired types.
 fn paired_scale_offset(ty: GgmlType) -> Option<usize> {
-    match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => Some(0),
-        GgmlType::Q6K => Some(208),
-        _ => None,
-    }
+    ty.gpu()?.paired_scale
 }
 
 /// Bytes the GPU copy of `n_elements` of `ty` takes (whole blocks; padded to a whole pair).

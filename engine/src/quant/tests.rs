@@ -5,23 +5,8 @@
 use half::{bf16, f16};
 use rand::{Rng, SeedableRng};
 
-use super::{dequantize, gpu_bytes, repack_for_gpu, GgmlType};
+use super::{dequantize, gpu_bytes, gpu_types, repack_for_gpu, GgmlType, TYPES};
 use crate::gguf::Gguf;
-
-/// The weight types the GPU kernels read.
-pub(crate) const GPU_TYPES: [GgmlType; 11] = [
-    GgmlType::F32,
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q5_1,
-    GgmlType::Q8_0,
-    GgmlType::Q4K,
-    GgmlType::Q5K,
-    GgmlType::Q6K,
-];
 
 /// `n_blocks` seeded random blocks of `ty` in GGUF layout: random quant bytes with the f16 scale
 /// fields overwritten by sane values (|d| in [0.002, 0.02), either sign), and random finite
@@ -54,16 +39,15 @@ pub(crate) fn random_blocks(ty: GgmlType, n_blocks: usize, seed: u64) -> Vec<u8>
         }
         _ => {
             rng.fill(&mut out[..]);
-            // Where the f16 fields sit: (offset, count) of consecutive f16s in the block.
-            let (off, count) = match ty {
-                GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => (0, 1),
-                GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => (0, 2),
-                GgmlType::Q6K => (208, 1),
-                other => panic!("random_blocks: {other} is not a GPU type"),
-            };
+            // The f16 fields of the block (their values from the table are for `quant::random`).
+            let fields = ty.info().unwrap().scales;
+            assert!(
+                !fields.is_empty(),
+                "random_blocks: {ty} has no scale fields"
+            );
             for b in out.chunks_exact_mut(size) {
-                for i in 0..count {
-                    b[off + 2 * i..off + 2 * i + 2].copy_from_slice(&scale(&mut rng));
+                for &(off, _) in fields {
+                    b[off..off + 2].copy_from_slice(&scale(&mut rng));
                 }
             }
         }
@@ -82,6 +66,7 @@ pub(crate) struct FixtureTensor {
     pub expected: Vec<f32>,
 }
 
+/// The fixture's tensors of the types the GPU reads (it may hold a type before the table does).
 pub(crate) fn fixture() -> Vec<FixtureTensor> {
     // Compiled in, so the kernel tests read them in the browser too.
     let src: &[u8] = include_bytes!("../../../tests/fixtures/quant_blocks.gguf");
@@ -90,6 +75,7 @@ pub(crate) fn fixture() -> Vec<FixtureTensor> {
         serde_json::from_str(include_str!("../../../tests/fixtures/quant_blocks.json")).unwrap();
     g.tensors
         .iter()
+        .filter(|t| t.ty.gpu_supported())
         .map(|t| {
             let e = &json["tensors"][&t.name];
             let b64 = e["dequantized_f32le_base64"].as_str().unwrap();
@@ -131,7 +117,11 @@ fn base64_decode(s: &str) -> Vec<u8> {
 #[test]
 fn every_type_dequantizes_like_gguf_py() {
     let tensors = fixture();
-    assert_eq!(tensors.len(), 11);
+    let mut types: Vec<_> = tensors.iter().map(|t| t.ty).collect();
+    let mut want = gpu_types();
+    types.sort_by_key(|t| t.id());
+    want.sort_by_key(|t| t.id());
+    assert_eq!(types, want, "the fixture has one tensor of every GPU type");
     for t in tensors {
         let mut out = vec![0.0; t.rows * t.cols];
         dequantize(t.ty, &t.data, &mut out).unwrap();
@@ -158,10 +148,8 @@ fn dequantize_rejects_a_partial_block() {
 fn unpack_gpu(ty: GgmlType, gpu: &[u8], n_blocks: usize) -> Vec<u8> {
     let (_, bs) = ty.block_geometry().unwrap();
     let bs = bs as usize;
-    let d_off = match ty {
-        GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => 0,
-        GgmlType::Q6K => 208,
-        _ => return gpu[..n_blocks * bs].to_vec(),
+    let Some(d_off) = ty.gpu().unwrap().paired_scale else {
+        return gpu[..n_blocks * bs].to_vec();
     };
     let mut out = Vec::new();
     for b in 0..n_blocks {
@@ -178,7 +166,7 @@ fn unpack_gpu(ty: GgmlType, gpu: &[u8], n_blocks: usize) -> Vec<u8> {
 
 #[test]
 fn repack_round_trips_every_type() {
-    for ty in GPU_TYPES {
+    for ty in gpu_types() {
         let (block, _) = ty.block_geometry().unwrap();
         for n_blocks in [1usize, 2, 7, 10] {
             let data = random_blocks(ty, n_blocks, n_blocks as u64);
@@ -195,7 +183,7 @@ fn repack_round_trips_every_type() {
 
 #[test]
 fn random_blocks_dequantize_to_finite_values() {
-    for ty in GPU_TYPES {
+    for ty in gpu_types() {
         let (block, _) = ty.block_geometry().unwrap();
         let n = 5 * block as usize;
         let data = random_blocks(ty, 5, 1);
@@ -228,4 +216,42 @@ fn repack_pairs_misaligned_blocks() {
     let p = repack_for_gpu(GgmlType::Q8_0, &two);
     assert_eq!(&p[0..4], &[1, 2, 3, 4]);
     assert!(p[4..36].iter().all(|&b| b == 7) && p[36..68].iter().all(|&b| b == 9));
+}
+
+#[test]
+fn the_type_table_is_consistent() {
+    for (i, t) in TYPES.iter().enumerate() {
+        assert_eq!(GgmlType::from_id(t.id), t.ty, "{}: id", t.name);
+        assert_eq!(t.ty.name(), t.name);
+        assert!(
+            TYPES[..i].iter().all(|u| u.id != t.id && u.ty != t.ty),
+            "{}: one row per type",
+            t.name
+        );
+        if let Some(g) = t.gpu {
+            assert!(
+                t.dequant.is_some(),
+                "{}: the GPU reads what the CPU cannot",
+                t.name
+            );
+            // The WGSL names are GGML's, lower case.
+            assert_eq!(g.wgsl, t.name.to_lowercase());
+            // Quantized blocks that do not fill whole words are paired, the others are not.
+            assert_eq!(
+                g.paired_scale.is_some(),
+                t.block > 1 && t.bytes % 4 != 0,
+                "{}: pairing",
+                t.name
+            );
+            assert!(
+                g.decode_unit == 8 || g.decode_unit == 16,
+                "{}: unit",
+                t.name
+            );
+        }
+    }
+    assert_eq!(GgmlType::from_id(999), GgmlType::Other(999));
+    assert_eq!(GgmlType::Other(999).name(), "type id 999");
+    assert_eq!(GgmlType::Other(16).name(), "IQ2_XXS");
+    assert!(!GgmlType::Other(16).gpu_supported());
 }

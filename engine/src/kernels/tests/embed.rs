@@ -4,7 +4,8 @@
 use super::mat::{cols_for, random_weight, tile, weight};
 use super::{assert_close, gpu, read, run_dispatches, step_buffer, upload};
 use crate::kernels::{self, StepInfo};
-use crate::quant::tests::{fixture, GPU_TYPES};
+use crate::quant::gpu_types;
+use crate::quant::tests::fixture;
 
 async fn embed_every_type_and_chunked_table() {
     let gpu = gpu().await;
@@ -50,7 +51,7 @@ async fn embed_every_type_and_chunked_table() {
 async fn embed_random_blocks_every_type() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
-    for (ti, ty) in GPU_TYPES.into_iter().enumerate() {
+    for (ti, ty) in gpu_types().into_iter().enumerate() {
         for (ci, cols) in cols_for(ty).into_iter().enumerate() {
             let rows = 67;
             let (bytes, w) = random_weight(ty, rows, cols, 2000 + (ti * 10 + ci) as u64);

@@ -20,8 +20,8 @@ use crate::gpu::Gpu;
 use crate::kernels::{
     self, Activation, GpuWeight, MatOpts, MatvecShape, Rows, StepInfo, WeightChunk, When,
 };
-use crate::quant::tests::{fixture, random_blocks, FixtureTensor, GPU_TYPES};
-use crate::quant::{dequantize, repack_for_gpu, GgmlType};
+use crate::quant::tests::{fixture, random_blocks, FixtureTensor};
+use crate::quant::{dequantize, gpu_types, repack_for_gpu, GgmlType};
 
 /// Max abs error allowed, relative to the largest output magnitude `sum |w x|`.
 const REL_TOL: f32 = 1e-5;
@@ -155,7 +155,11 @@ fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
 
 fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..rows)
-        .map(|r| (0..cols).map(|k| w[r * cols + k] * x[k]).sum())
+        .map(|r| {
+            (0..cols)
+                .map(|k| w[r * cols + k] as f64 * x[k] as f64)
+                .sum::<f64>() as f32
+        })
         .collect()
 }
 
@@ -369,7 +373,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
     let step = step_buffer(&gpu);
     let dummy = gpu.storage("dummy", 4).unwrap();
     let mut worst = 0.0f32;
-    for (ti, ty) in GPU_TYPES.into_iter().enumerate() {
+    for (ti, ty) in gpu_types().into_iter().enumerate() {
         let [c0, c1, c2] = cols_for(ty);
         let long = if c0 == 256 { 4096 } else { 4000 };
         // (rows, cols, chunk splits, extra y columns)
@@ -457,7 +461,7 @@ async fn mat_output_rows_every_type() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let dummy = gpu.storage("dummy", 4).unwrap();
-    for (ti, ty) in GPU_TYPES.into_iter().enumerate() {
+    for (ti, ty) in gpu_types().into_iter().enumerate() {
         let (rows, cols) = (67, cols_for(ty)[1]);
         let (bytes, w) = random_weight(ty, rows, cols, 1000 + ti as u64);
         let gw = weight(&gpu, ty, &bytes, rows, cols, &[40]);

@@ -399,6 +399,7 @@ async fn moe_experts_f32_q8_0() {
         (GgmlType::Q8_0, GgmlType::Q8_0, None),
         (GgmlType::Q8_0, GgmlType::F32, Some(3)),
         (GgmlType::Q4_1, GgmlType::Q8_0, None),
+        (GgmlType::IQ4NL, GgmlType::Q8_0, None),
     ]
     .into_iter()
     .enumerate()
@@ -433,6 +434,7 @@ async fn moe_experts_k_quants() {
         (GgmlType::Q4K, GgmlType::Q6K, None),
         (GgmlType::Q4K, GgmlType::Q4K, Some(3)),
         (GgmlType::Q5K, GgmlType::Q6K, None),
+        (GgmlType::Q3K, GgmlType::IQ4XS, None),
     ]
     .into_iter()
     .enumerate()
