@@ -1,15 +1,4 @@
-//! The Tandem engine in the browser: a small wasm-bindgen API over `tandem-engine`, used by the npm
-//! package's worker (web/npm/src/worker.ts) and, through it, by the chat page.
-//!
-//! Weights arrive as a `ReadableStreamDefaultReader` of the GGUF file (a fetch body, a `Blob`'s
-//! stream, a Cache API response): the header is parsed from the first bytes, the model is checked
-//! against the adapter before the rest flows, then each tensor is uploaded as its bytes arrive
-//! (`tandem_engine::model::FileOrderStream`). The wasm heap holds about one layer, never the model.
-//!
-//! Errors reach JavaScript as `Error` objects with a `code`: `no_webgpu`, `model_too_large`,
-//! `unsupported_model`, `bad_gguf`, `device_lost`, `gpu_error`, `context_overflow`,
-//! `invalid_argument`, `busy`, `no_model`, `template_error`.
-#![cfg(target_arch = "wasm32")]
+//! The wasm-bindgen API (see lib.rs): `Engine` and `version()`.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -22,46 +11,22 @@ use tandem_engine::gpu::{Gpu, GpuOptions};
 use tandem_engine::model::{
     read_header, ChunkReader, FileOrderStream, Model, Session, SessionOptions,
 };
-use tandem_engine::sampling::SamplerParams;
+use tandem_engine::sampling::{SamplerParams, Sampling};
 use tandem_engine::tokenizer::{ChatMessage, ChatTemplate, Tokenizer};
 use tandem_engine::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
-/// The JS error code of an engine error.
-fn code(e: &Error) -> &'static str {
-    match e {
-        Error::NoAdapter(_) => "no_webgpu",
-        Error::Limits { .. } => "model_too_large",
-        Error::UnsupportedTensorType { .. }
-        | Error::UnsupportedArchitecture(_)
-        | Error::MissingMetadata { .. } => "unsupported_model",
-        Error::BadMagic { .. }
-        | Error::UnsupportedVersion(_)
-        | Error::Truncated { .. }
-        | Error::Corrupt(_)
-        | Error::MetadataType { .. }
-        | Error::MissingTensor(_)
-        | Error::TensorShape { .. } => "bad_gguf",
-        Error::DeviceLost(_) => "device_lost",
-        Error::Gpu(_) | Error::Shader { .. } => "gpu_error",
-        Error::ContextOverflow { .. } => "context_overflow",
-        Error::Tokenizer(_) | Error::Template(_) => "template_error",
-        Error::Io { .. } => "io",
-        Error::InvalidArgument(_) => "invalid_argument",
-        #[allow(unreachable_patterns)]
-        _ => "engine_error",
-    }
-}
+use crate::contract::{ChatDefaults, ChatOptions, ChatResult, ErrorCode, FinishReason};
 
-fn js_error(code: &str, message: &str) -> JsValue {
+fn js_error(code: ErrorCode, message: &str) -> JsValue {
     let e = js_sys::Error::new(message);
-    let _ = Reflect::set(&e, &"code".into(), &code.into());
+    let _ = Reflect::set(&e, &"code".into(), &code.as_str().into());
     e.into()
 }
 
 fn engine_error(e: Error) -> JsValue {
-    js_error(code(&e), &e.to_string())
+    js_error(ErrorCode::of(&e), &e.to_string())
 }
 
 fn to_js<T: Serialize>(v: &T) -> JsValue {
@@ -73,7 +38,8 @@ fn from_js<T: for<'de> Deserialize<'de>>(v: &JsValue, what: &str) -> Result<T, J
     let text: String = js_sys::JSON::stringify(v)
         .map(Into::into)
         .unwrap_or_else(|_| "null".into());
-    serde_json::from_str(&text).map_err(|e| js_error("invalid_argument", &format!("{what}: {e}")))
+    serde_json::from_str(&text)
+        .map_err(|e| js_error(ErrorCode::InvalidArgument, &format!("{what}: {e}")))
 }
 
 /// A `ReadableStreamDefaultReader` of bytes, as the engine's [`ChunkReader`].
@@ -114,6 +80,8 @@ impl ChunkReader for JsReader {
 
 struct Loaded {
     name: String,
+    /// The sampling the model's GGUF recommends.
+    recommended: Sampling,
     tokenizer: Tokenizer,
     template: Option<ChatTemplate>,
     session: Session,
@@ -148,32 +116,6 @@ struct LoadOptions {
 }
 
 #[derive(Deserialize)]
-#[serde(default)]
-struct ChatOptions {
-    max_tokens: usize,
-    temperature: f32,
-    top_p: f32,
-    top_k: u32,
-    min_p: f32,
-    repeat_penalty: f32,
-    seed: Option<f64>,
-}
-
-impl Default for ChatOptions {
-    fn default() -> Self {
-        ChatOptions {
-            max_tokens: 256,
-            temperature: 0.0,
-            top_p: 1.0,
-            top_k: 0,
-            min_p: 0.0,
-            repeat_penalty: 1.0,
-            seed: None,
-        }
-    }
-}
-
-#[derive(Deserialize)]
 struct JsMessage {
     role: String,
     content: String,
@@ -196,7 +138,7 @@ impl Engine {
                 .is_some_and(|g| g.is_object());
             if !has_gpu {
                 return Err(js_error(
-                    "no_webgpu",
+                    ErrorCode::NoWebgpu,
                     "this browser has no WebGPU (navigator.gpu is missing): use a recent Chrome, Edge or Safari, or Firefox with WebGPU enabled",
                 ));
             }
@@ -257,7 +199,7 @@ impl Engine {
             let gpu = {
                 let mut i = inner
                     .try_borrow_mut()
-                    .map_err(|_| js_error("busy", "the engine is busy"))?;
+                    .map_err(|_| js_error(ErrorCode::Busy, "the engine is busy"))?;
                 // Unload first: the old model's buffers go before the new one's arrive.
                 i.model = None;
                 i.gpu.clone()
@@ -282,6 +224,7 @@ impl Engine {
                 Some(Err(e)) => return Err(engine_error(e)),
                 None => None,
             };
+            let recommended = Sampling::from_gguf(&g);
             let total = Model::weight_bytes(&g);
             report(serde_json::json!({
                 "phase": "header",
@@ -337,13 +280,15 @@ impl Engine {
                 "uploadSeconds": t1 - t0,
                 "pipelineSeconds": t2 - t1,
                 "loadSeconds": t2 - t0,
+                "chatDefaults": ChatDefaults::for_model(&recommended),
             });
             report(summary.clone());
             inner
                 .try_borrow_mut()
-                .map_err(|_| js_error("busy", "the engine is busy"))?
+                .map_err(|_| js_error(ErrorCode::Busy, "the engine is busy"))?
                 .model = Some(Loaded {
                 name: opts.name,
+                recommended,
                 tokenizer,
                 template,
                 session,
@@ -353,8 +298,9 @@ impl Engine {
     }
 
     /// One chat turn: `messages` `[{ role, content }]` rendered with the model's chat template,
-    /// the answer streamed to `on_text(piece)` (return `false` from it to stop). Resolves to
-    /// `{ text, finish_reason, prompt_tokens, completion_tokens, prefill_tokens_per_second, ... }`.
+    /// with [`ChatOptions`] (each one left out from the model's [`ChatDefaults`]), the answer
+    /// streamed to `on_text(piece)` (return `false` from it to stop). Resolves to a
+    /// [`ChatResult`].
     pub fn chat(&self, messages: JsValue, options: JsValue, on_text: Function) -> Promise {
         let inner = self.inner.clone();
         let stop = self.stop.clone();
@@ -365,16 +311,19 @@ impl Engine {
             } else {
                 from_js(&options, "chat options")?
             };
-            let mut i = inner
-                .try_borrow_mut()
-                .map_err(|_| js_error("busy", "the engine is busy (one request at a time)"))?;
+            let mut i = inner.try_borrow_mut().map_err(|_| {
+                js_error(
+                    ErrorCode::Busy,
+                    "the engine is busy (one request at a time)",
+                )
+            })?;
             let m = i
                 .model
                 .as_mut()
-                .ok_or_else(|| js_error("no_model", "no model is loaded"))?;
+                .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
             let template = m.template.as_ref().ok_or_else(|| {
                 js_error(
-                    "template_error",
+                    ErrorCode::TemplateError,
                     "this model has no chat template (a base model?)",
                 )
             })?;
@@ -387,22 +336,21 @@ impl Engine {
                 .tokenizer
                 .encode(&text, false, true)
                 .map_err(engine_error)?;
-            let seed = opts
-                .seed
-                .map(|s| s as u64)
-                .unwrap_or_else(|| (js_sys::Math::random() * 9_007_199_254_740_991.0) as u64);
+            let random = Sampling {
+                seed: Some((js_sys::Math::random() * 9_007_199_254_740_991.0) as u64),
+                ..Default::default()
+            };
             let gen = GenerateOptions {
-                max_tokens: opts.max_tokens.max(1),
+                max_tokens: opts
+                    .max_tokens
+                    .unwrap_or(GenerateOptions::default().max_tokens)
+                    .max(1),
                 stop_at_eog: true,
-                sampling: SamplerParams {
-                    temperature: opts.temperature,
-                    top_k: opts.top_k,
-                    top_p: opts.top_p,
-                    min_p: opts.min_p,
-                    repeat_penalty: opts.repeat_penalty,
-                    seed,
-                    ..SamplerParams::default()
-                },
+                sampling: opts
+                    .sampling()
+                    .or(m.recommended.clone())
+                    .or(random)
+                    .over(SamplerParams::chat()),
             };
             stop.set(false);
             let stop_flag = stop.clone();
@@ -415,27 +363,27 @@ impl Engine {
             })
             .await
             .map_err(engine_error)?;
-            let finish = match out.stop {
-                StopReason::EndOfGeneration => "stop",
-                StopReason::MaxTokens | StopReason::ContextFull => "length",
-                StopReason::Stopped if stop.get() => "abort",
-                StopReason::Stopped => "stop",
+            let finish_reason = match out.stop {
+                StopReason::EndOfGeneration => FinishReason::Stop,
+                StopReason::MaxTokens | StopReason::ContextFull => FinishReason::Length,
+                StopReason::Stopped if stop.get() => FinishReason::Abort,
+                StopReason::Stopped => FinishReason::Stop,
             };
             let n_eog =
                 out.tokens
                     .last()
                     .is_some_and(|&t| m.tokenizer.is_end_of_generation(t)) as usize;
-            Ok(to_js(&serde_json::json!({
-                "text": out.text,
-                "finish_reason": finish,
-                "prompt_tokens": prompt.len(),
-                "prefilled_tokens": out.prefilled,
-                "completion_tokens": out.tokens.len() - n_eog,
-                "prefill_seconds": out.prefill_seconds,
-                "decode_seconds": out.decode_seconds,
-                "prefill_tokens_per_second": out.prefill_tokens_per_second(),
-                "decode_tokens_per_second": out.decode_tokens_per_second(),
-            })))
+            Ok(to_js(&ChatResult {
+                finish_reason,
+                prompt_tokens: prompt.len(),
+                prefilled_tokens: out.prefilled,
+                completion_tokens: out.tokens.len() - n_eog,
+                prefill_seconds: out.prefill_seconds,
+                decode_seconds: out.decode_seconds,
+                prefill_tokens_per_second: out.prefill_tokens_per_second(),
+                decode_tokens_per_second: out.decode_tokens_per_second(),
+                text: out.text,
+            }))
         })
     }
 
@@ -448,7 +396,7 @@ impl Engine {
     pub fn unload(&self) -> Result<(), JsValue> {
         self.inner
             .try_borrow_mut()
-            .map_err(|_| js_error("busy", "the engine is busy"))?
+            .map_err(|_| js_error(ErrorCode::Busy, "the engine is busy"))?
             .model = None;
         Ok(())
     }
