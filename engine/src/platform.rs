@@ -14,6 +14,40 @@ pub fn model_dir() -> std::path::PathBuf {
 /// The default model's file name in the cache.
 pub const DEFAULT_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// Quiets a display probe that a compute engine does not need, before the first GPU instance.
+///
+/// wgpu's Vulkan instance enables the window-system extensions (it cannot know that no window
+/// will come), and Mesa's implicit `VK_LAYER_MESA_device_select` layer, seeing
+/// `VK_KHR_wayland_surface` enabled, asks the Wayland compositor which GPU it runs on at every
+/// `vkEnumeratePhysicalDevices`. Where there is no compositor to ask (no `WAYLAND_DISPLAY`, no
+/// `XDG_RUNTIME_DIR`: a server, a container, CI) libwayland prints "error: XDG_RUNTIME_DIR is
+/// invalid or not set in the environment." twice and the layer falls back to its other rules.
+/// There, and only where the user has not steered the layer (`MESA_VK_DEVICE_SELECT`,
+/// `DRI_PRIME`, `NODEVICE_SELECT`), this turns the layer off with its own switch,
+/// `NODEVICE_SELECT=1`; adapter choice is wgpu's (high performance first) either way.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn quiet_display_probe() {
+    use std::env::var_os;
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let steered = ["MESA_VK_DEVICE_SELECT", "DRI_PRIME", "NODEVICE_SELECT"]
+            .iter()
+            .any(|k| var_os(k).is_some());
+        let no_compositor = ["WAYLAND_DISPLAY", "WAYLAND_SOCKET", "XDG_RUNTIME_DIR"]
+            .iter()
+            .all(|k| var_os(k).is_none());
+        if no_compositor && !steered {
+            // Before any instance exists; the only other readers of the environment at this
+            // point are threads that do not touch these variables.
+            std::env::set_var("NODEVICE_SELECT", "1");
+        }
+    });
+}
+
+/// In the browser the page's WebGPU has no such probe.
+#[cfg(target_arch = "wasm32")]
+pub fn quiet_display_probe() {}
+
 /// Seconds on a monotonic clock, for speed figures.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn now_seconds() -> f64 {

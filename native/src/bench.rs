@@ -9,7 +9,7 @@ use tandem_engine::platform::now_seconds;
 use tandem_engine::sampling::Sampler;
 use tandem_engine::Result;
 
-use crate::cli::ModelArgs;
+use crate::args::ModelArgs;
 use crate::load;
 
 #[derive(Args)]

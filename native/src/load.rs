@@ -10,11 +10,15 @@ use tandem_engine::model::{Model, Session, SessionOptions};
 use tandem_engine::tokenizer::Tokenizer;
 use tandem_engine::{Error, Result};
 
-use crate::cli::ModelArgs;
+use tandem_engine::sampling::Sampling;
+
+use crate::args::ModelArgs;
 
 pub struct Loaded {
     pub tokenizer: Tokenizer,
     pub session: Session,
+    /// The sampling the model's GGUF recommends.
+    pub recommended: Sampling,
 }
 
 /// The model path: the one given, or the default model in the cache.
@@ -54,6 +58,7 @@ pub fn load(args: &ModelArgs) -> Result<Loaded> {
     let path = model_path(&args.model)?;
     let (src, gguf) = open_gguf(&path)?;
     let tokenizer = Tokenizer::from_gguf(&gguf)?;
+    let recommended = Sampling::from_gguf(&gguf);
     let gpu = gpu(args)?;
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -83,5 +88,9 @@ pub fn load(args: &ModelArgs) -> Result<Loaded> {
             ubatch: args.ubatch,
         },
     ))?;
-    Ok(Loaded { tokenizer, session })
+    Ok(Loaded {
+        tokenizer,
+        session,
+        recommended,
+    })
 }

@@ -103,6 +103,122 @@ fn default_model_answers_the_capital_of_france() {
     );
 }
 
+/// `tandem chat` at its default sampling (no sampling flag), two fresh conversations, each turn
+/// with its own random stream (the seed plus the turn): every answer names Paris.
+#[test]
+fn chat_defaults_answer_the_capital_of_france() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["chat", "-q", "-n", "16", "--seed", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let q = "What is the capital of France?\n/reset\n";
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(q.repeat(2).as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let answers: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(answers.len(), 2, "{text}");
+    assert!(answers.iter().all(|a| a.contains("Paris")), "{text}");
+}
+
+/// Raw text samples with llama.cpp's defaults, a chat turn with the chat defaults (the tiny
+/// fixture recommends no sampling); a flag overrides either.
+#[test]
+fn run_reports_the_sampling_it_used() {
+    let model = fixture("tiny-llama.gguf");
+    let sampling = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "-q",
+            "-m",
+            model.to_str().unwrap(),
+            "-p",
+            "the",
+            "-n",
+            "1",
+            "--json",
+            "--seed",
+            "3",
+        ];
+        args.extend(extra);
+        let out = tandem(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["sampling"].clone()
+    };
+    let raw = sampling(&[]);
+    assert_eq!(raw["temperature"], 0.8);
+    assert_eq!(raw["top_k"], 40);
+    assert_eq!(raw["seed"], 3);
+    assert_eq!(sampling(&["--top-k", "5"])["top_k"], 5);
+}
+
+/// As llama-perplexity's -c: the chunk size.
+#[test]
+fn perplexity_ctx_is_the_chunk_size() {
+    let dir = std::env::temp_dir().join(format!("tandem-cli-ppl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = dir.join("text.txt");
+    std::fs::write(
+        &text,
+        "the quick brown fox jumps over the lazy dog. ".repeat(20),
+    )
+    .unwrap();
+    let model = fixture("tiny-llama.gguf");
+    let out = tandem(&[
+        "perplexity",
+        "-m",
+        model.to_str().unwrap(),
+        "-f",
+        text.to_str().unwrap(),
+        "-c",
+        "32",
+        "--chunks",
+        "2",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["chunk_ctx"], 32);
+    // Two chunks, the second half of each scored (as llama-perplexity: its last 15 predictions).
+    assert_eq!(v["scored_tokens"], 2 * (32 / 2 - 1));
+}
+
+/// On a machine without a display, a start prints nothing a user cannot act on (no
+/// "XDG_RUNTIME_DIR is invalid" from a Wayland probe).
+#[test]
+fn no_display_noise_on_stderr() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["info", "-m", fixture("tiny-llama.gguf").to_str().unwrap()])
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .env_remove("NODEVICE_SELECT")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
 #[test]
 fn sampling_is_reproducible_with_a_seed() {
     let model = fixture("tiny-llama.gguf");

@@ -13,7 +13,7 @@ globalThis.navigator = { gpu: create([]) };
 globalThis.Window = class {}; // wgpu looks for Window or WorkerGlobalScope
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const { createEngine, TandemError } = await import(resolve(root, "web/npm/dist/index.js"));
+const { createEngine, TandemError, CHAT_DEFAULTS, ERROR_CODES } = await import(resolve(root, "web/npm/dist/index.js"));
 const { server, url } = await serve(root);
 const t0 = performance.now();
 let failures = 0;
@@ -34,6 +34,10 @@ await step("createEngine loads the default model with progress", async () => {
   assert.ok(engine.adapter.adapter !== undefined);
   assert.deepEqual([...phases], ["header", "tensors", "pipelines", "ready"]);
   assert.equal(engine.model.name, DEFAULT_MODEL);
+  // The default model recommends no sampling: it chats with the engine's defaults, which the
+  // package's generated contract mirrors.
+  assert.deepEqual(engine.model.chatDefaults, CHAT_DEFAULTS);
+  assert.ok(ERROR_CODES.includes("bad_gguf") && ERROR_CODES.includes("network"));
 });
 
 console.log(`     load: ${engine.model.loadSeconds.toFixed(1)} s (upload ${engine.model.uploadSeconds.toFixed(1)} s, pipelines ${engine.model.pipelineSeconds.toFixed(1)} s)`);

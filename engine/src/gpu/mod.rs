@@ -80,17 +80,39 @@ impl Gpu {
     /// Opens the best adapter (or the software fallback) with every limit it offers raised to its
     /// maximum, so that models as large as the adapter allows can load.
     pub async fn new(opts: &GpuOptions) -> Result<Gpu> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = instance
-            .request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                force_fallback_adapter: opts.force_fallback,
-                compatible_surface: None,
-                apply_limit_buckets: false,
-            })
-            .await
-            .map_err(|e| Error::NoAdapter(e.to_string()))?;
+        crate::platform::quiet_display_probe();
+        // The primary backends (Vulkan, Metal, DX12, the browser's WebGPU) unless WGPU_BACKEND
+        // names others; GL (no f16, no subgroups, few storage buffers) only where none of them
+        // has an adapter.
+        let asked = wgpu::Backends::from_env();
+        let mut tries = vec![asked.unwrap_or(wgpu::Backends::PRIMARY)];
+        if asked.is_none() {
+            tries.push(wgpu::Backends::GL);
+        }
+        let mut adapter = None;
+        let mut first_error = None;
+        for backends in tries {
+            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+            desc.backends = backends;
+            match wgpu::Instance::new(desc)
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    force_fallback_adapter: opts.force_fallback,
+                    compatible_surface: None,
+                    apply_limit_buckets: false,
+                })
+                .await
+            {
+                Ok(a) => {
+                    adapter = Some(a);
+                    break;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e.to_string());
+                }
+            }
+        }
+        let adapter = adapter.ok_or_else(|| Error::NoAdapter(first_error.unwrap_or_default()))?;
         let have = adapter.features();
         let mut required = wgpu::Features::empty();
         let mut features = GpuFeatures::default();

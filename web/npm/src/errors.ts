@@ -1,4 +1,4 @@
-import type { ErrorCode } from "./types.js";
+import { ERROR_CODES, type ErrorCode } from "./contract.js";
 
 /** Every error the engine throws: `code` says what went wrong (see ErrorCode). */
 export class TandemError extends Error {
@@ -15,7 +15,8 @@ export function toTandemError(e: unknown, fallback: ErrorCode = "engine_error"):
   if (e instanceof TandemError) return e;
   const any = e as { code?: unknown; message?: unknown; name?: unknown } | undefined;
   const message = typeof any?.message === "string" ? any.message : String(e);
-  if (typeof any?.code === "string") return new TandemError(any.code as ErrorCode, message);
+  const code = ERROR_CODES.find((c) => c === any?.code);
+  if (code) return new TandemError(code, message);
   if (any?.name === "AbortError") return new TandemError("aborted", message);
   return new TandemError(fallback, message);
 }

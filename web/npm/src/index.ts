@@ -5,6 +5,7 @@
  */
 import { TandemError, toTandemError } from "./errors.js";
 import type { Reply, Request } from "./protocol.js";
+import type { ChatOptions, ChatResult } from "./contract.js";
 import type {
   AdapterInfo,
   ChatCompletion,
@@ -19,9 +20,9 @@ import type {
 } from "./types.js";
 
 export * from "./types.js";
+export { CACHE_NAME, CHAT_DEFAULTS, ERROR_CODES } from "./contract.js";
 export { TandemError } from "./errors.js";
-
-export const CACHE_NAME = "tandem-models";
+import { CACHE_NAME } from "./contract.js";
 
 type Listener = (r: Reply) => void;
 
@@ -187,13 +188,14 @@ export class Engine {
     const model = this.model.name;
     const stops = stopList(req.stop);
     const hold = stops.reduce((m, s) => Math.max(m, s.length - 1), 0);
-    const options = {
-      max_tokens: req.max_tokens ?? 256,
-      temperature: req.temperature ?? 0,
-      top_p: req.top_p ?? 1,
-      top_k: req.top_k ?? 0,
-      min_p: req.min_p ?? 0,
-      repeat_penalty: 1 + (req.frequency_penalty ?? 0),
+    // What is left out, the engine takes from the model's chat defaults.
+    const options: ChatOptions = {
+      max_tokens: req.max_tokens,
+      temperature: req.temperature,
+      top_p: req.top_p,
+      top_k: req.top_k,
+      min_p: req.min_p,
+      repeat_penalty: req.frequency_penalty === undefined ? undefined : 1 + req.frequency_penalty,
       seed: req.seed,
     };
     const chunk = (delta: ChatCompletionChunk["choices"][0]["delta"], finish: FinishReason | null, usage?: CompletionUsage): ChatCompletionChunk => ({
@@ -218,7 +220,7 @@ export class Engine {
     signal?.addEventListener("abort", onAbort);
     queue.push(chunk({ role: "assistant", content: "" }, null));
     this.busy = true;
-    const done = call<Record<string, number | string>>(
+    const done = call<ChatResult>(
       this.transport,
       { type: "chat", messages: req.messages.map((m) => ({ role: m.role, content: String(m.content) })), options },
       (r) => {
@@ -239,17 +241,17 @@ export class Engine {
     )
       .then((r) => {
         if (!stopped && text.length > sent) queue.push(chunk({ content: text.slice(sent) }, null));
-        const finish: FinishReason = aborted ? "abort" : stopped ? "stop" : (r.finish_reason as FinishReason);
+        const finish: FinishReason = aborted ? "abort" : stopped ? "stop" : r.finish_reason;
         const usage: CompletionUsage = {
-          prompt_tokens: Number(r.prompt_tokens),
-          completion_tokens: Number(r.completion_tokens),
-          total_tokens: Number(r.prompt_tokens) + Number(r.completion_tokens),
+          prompt_tokens: r.prompt_tokens,
+          completion_tokens: r.completion_tokens,
+          total_tokens: r.prompt_tokens + r.completion_tokens,
           extra: {
-            prefill_tokens_per_second: Number(r.prefill_tokens_per_second),
-            decode_tokens_per_second: Number(r.decode_tokens_per_second),
-            prefill_seconds: Number(r.prefill_seconds),
-            decode_seconds: Number(r.decode_seconds),
-            prefilled_tokens: Number(r.prefilled_tokens),
+            prefill_tokens_per_second: r.prefill_tokens_per_second,
+            decode_tokens_per_second: r.decode_tokens_per_second,
+            prefill_seconds: r.prefill_seconds,
+            decode_seconds: r.decode_seconds,
+            prefilled_tokens: r.prefilled_tokens,
           },
         };
         if (aborted) {

@@ -6,9 +6,8 @@
  */
 import init, { Engine } from "../wasm/tandem_web.js";
 import { TandemError, toTandemError } from "./errors.js";
+import { CACHE_NAME } from "./contract.js";
 import type { Request, Reply } from "./protocol.js";
-
-export const CACHE_NAME = "tandem-models";
 
 type Post = (m: Reply) => void;
 

@@ -1,4 +1,7 @@
 /** Public types of the Tandem npm package (OpenAI chat-completions shapes). */
+import type { ChatDefaults, FinishReason } from "./contract.js";
+
+export type { ChatDefaults, ChatOptions, ChatResult, ErrorCode, FinishReason } from "./contract.js";
 
 export type Role = "system" | "user" | "assistant";
 
@@ -10,9 +13,13 @@ export interface ChatMessage {
 export interface ChatCompletionRequest {
   messages: ChatMessage[];
   stream?: boolean;
-  /** Most tokens to generate (default 256). */
+  /**
+   * Most tokens to generate. This and each sampling setting left out come from the model's
+   * `engine.model.chatDefaults`: its GGUF's recommended sampling where it has one, else the
+   * engine's `CHAT_DEFAULTS` (greedy), the same as the chat page and `tandem chat`.
+   */
   max_tokens?: number;
-  /** 0 (default): greedy. */
+  /** 0: greedy. */
   temperature?: number;
   top_p?: number;
   /** Tandem extension: top-k (at most 64 are kept on the GPU). */
@@ -29,8 +36,6 @@ export interface ChatCompletionRequest {
   /** Ignored (one model is loaded); kept for compatibility with OpenAI client code. */
   model?: string;
 }
-
-export type FinishReason = "stop" | "length" | "abort";
 
 export interface CompletionUsage {
   prompt_tokens: number;
@@ -113,6 +118,8 @@ export interface ModelInfo {
   uploadSeconds: number;
   pipelineSeconds: number;
   source: "network" | "cache" | "file";
+  /** What a chat request uses for each setting it leaves out. */
+  chatDefaults: ChatDefaults;
 }
 
 /** A model: a URL (fetched, streamed, and kept in the Cache API), or a File/Blob. */
@@ -133,21 +140,3 @@ export interface EngineOptions {
   /** Where the engine's .wasm is (default: next to this module); bytes are accepted too. */
   wasm?: string | URL | BufferSource;
 }
-
-export type ErrorCode =
-  | "no_webgpu"
-  | "missing_feature"
-  | "model_too_large"
-  | "unsupported_model"
-  | "bad_gguf"
-  | "device_lost"
-  | "gpu_error"
-  | "network"
-  | "aborted"
-  | "busy"
-  | "no_model"
-  | "context_overflow"
-  | "template_error"
-  | "invalid_argument"
-  | "io"
-  | "engine_error";

@@ -1,0 +1,409 @@
+//! The wasm-bindgen API (see lib.rs): `Engine` and `version()`.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use js_sys::{Function, Promise, Reflect, Uint8Array};
+use serde::{Deserialize, Serialize};
+use tandem_engine::generate::{generate_until, GenerateOptions, StopReason};
+use tandem_engine::gpu::{Gpu, GpuOptions};
+use tandem_engine::model::{
+    read_header, ChunkReader, FileOrderStream, Model, Session, SessionOptions,
+};
+use tandem_engine::sampling::{SamplerParams, Sampling};
+use tandem_engine::tokenizer::{ChatMessage, ChatTemplate, Tokenizer};
+use tandem_engine::Error;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::{future_to_promise, JsFuture};
+
+use crate::contract::{ChatDefaults, ChatOptions, ChatResult, ErrorCode, FinishReason};
+
+fn js_error(code: ErrorCode, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    let _ = Reflect::set(&e, &"code".into(), &code.as_str().into());
+    e.into()
+}
+
+fn engine_error(e: Error) -> JsValue {
+    js_error(ErrorCode::of(&e), &e.to_string())
+}
+
+fn to_js<T: Serialize>(v: &T) -> JsValue {
+    let text = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
+    js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL)
+}
+
+fn from_js<T: for<'de> Deserialize<'de>>(v: &JsValue, what: &str) -> Result<T, JsValue> {
+    let text: String = js_sys::JSON::stringify(v)
+        .map(Into::into)
+        .unwrap_or_else(|_| "null".into());
+    serde_json::from_str(&text)
+        .map_err(|e| js_error(ErrorCode::InvalidArgument, &format!("{what}: {e}")))
+}
+
+/// A `ReadableStreamDefaultReader` of bytes, as the engine's [`ChunkReader`].
+struct JsReader(JsValue);
+
+impl ChunkReader for JsReader {
+    async fn next_chunk(&mut self) -> tandem_engine::Result<Option<Vec<u8>>> {
+        let read: Function = Reflect::get(&self.0, &"read".into())
+            .ok()
+            .and_then(|f| f.dyn_into().ok())
+            .ok_or_else(|| Error::InvalidArgument("not a stream reader".into()))?;
+        let promise: Promise = read
+            .call0(&self.0)
+            .and_then(|p| p.dyn_into().map_err(JsValue::from))
+            .map_err(|e| Error::Io {
+                path: "the model stream".into(),
+                source: std::io::Error::other(format!("{e:?}")),
+            })?;
+        let r = JsFuture::from(promise).await.map_err(|e| Error::Io {
+            path: "the model stream".into(),
+            source: std::io::Error::other(
+                js_sys::JSON::stringify(&e)
+                    .map(String::from)
+                    .unwrap_or_else(|_| format!("{e:?}")),
+            ),
+        })?;
+        let done = Reflect::get(&r, &"done".into())
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true);
+        if done {
+            return Ok(None);
+        }
+        let value = Reflect::get(&r, &"value".into()).unwrap_or(JsValue::UNDEFINED);
+        Ok(Some(Uint8Array::new(&value).to_vec()))
+    }
+}
+
+struct Loaded {
+    name: String,
+    /// The sampling the model's GGUF recommends.
+    recommended: Sampling,
+    tokenizer: Tokenizer,
+    template: Option<ChatTemplate>,
+    session: Session,
+}
+
+struct Inner {
+    gpu: Arc<Gpu>,
+    model: Option<Loaded>,
+}
+
+/// The engine: one GPU device, at most one model.
+#[wasm_bindgen]
+pub struct Engine {
+    gpu: Arc<Gpu>,
+    inner: Rc<RefCell<Inner>>,
+    stop: Rc<Cell<bool>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CreateOptions {
+    /// Only the kernels without f16 and subgroups.
+    portable: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LoadOptions {
+    name: String,
+    /// KV-cache positions (default: the model's training context, at most 2048).
+    context: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct JsMessage {
+    role: String,
+    content: String,
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// Opens the adapter and the device (`options`: `{ portable?: boolean }`).
+    pub fn create(options: JsValue) -> Promise {
+        future_to_promise(async move {
+            let opts: CreateOptions = if options.is_undefined() || options.is_null() {
+                CreateOptions::default()
+            } else {
+                from_js(&options, "engine options")?
+            };
+            let has_gpu = Reflect::get(&js_sys::global(), &"navigator".into())
+                .ok()
+                .filter(|n| n.is_object())
+                .and_then(|n| Reflect::get(&n, &"gpu".into()).ok())
+                .is_some_and(|g| g.is_object());
+            if !has_gpu {
+                return Err(js_error(
+                    ErrorCode::NoWebgpu,
+                    "this browser has no WebGPU (navigator.gpu is missing): use a recent Chrome, Edge or Safari, or Firefox with WebGPU enabled",
+                ));
+            }
+            let gpu = Gpu::new(&GpuOptions {
+                force_fallback: false,
+                portable_only: opts.portable,
+            })
+            .await
+            .map_err(engine_error)?;
+            let gpu = Arc::new(gpu);
+            Ok(Engine {
+                gpu: gpu.clone(),
+                inner: Rc::new(RefCell::new(Inner { gpu, model: None })),
+                stop: Rc::new(Cell::new(false)),
+            }
+            .into())
+        })
+    }
+
+    /// The adapter and the features in use.
+    pub fn info(&self) -> JsValue {
+        let g = &self.gpu;
+        to_js(&serde_json::json!({
+            "adapter": g.info.name,
+            "vendor": g.info.vendor,
+            "backend": format!("{:?}", g.info.backend),
+            "deviceType": format!("{:?}", g.info.device_type),
+            "description": g.describe(),
+            "features": { "f16": g.features.f16, "subgroups": g.features.subgroups, "timestamps": g.features.timestamps },
+            "limits": {
+                "maxStorageBufferBindingSize": g.limits.max_storage_buffer_binding_size,
+                "maxBufferSize": g.limits.max_buffer_size,
+                "maxStorageBuffersPerShaderStage": g.limits.max_storage_buffers_per_shader_stage,
+                "maxComputeInvocationsPerWorkgroup": g.limits.max_compute_invocations_per_workgroup,
+            },
+            "model": self.inner.try_borrow().ok().and_then(|i| i.model.as_ref().map(|m| m.name.clone())),
+        }))
+    }
+
+    /// Loads a model from a byte stream reader of its GGUF file of `file_len` bytes. `on_progress`
+    /// gets `{ phase: "header" | "tensors" | "pipelines" | "ready", ... }`. The reader is read
+    /// to the end of the tensor data; on an error (bad header, model too large for the adapter) it
+    /// is left where it stopped, and the caller cancels it.
+    pub fn load(
+        &self,
+        reader: JsValue,
+        file_len: f64,
+        options: JsValue,
+        on_progress: Function,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let opts: LoadOptions = if options.is_undefined() || options.is_null() {
+                LoadOptions::default()
+            } else {
+                from_js(&options, "load options")?
+            };
+            let gpu = {
+                let mut i = inner
+                    .try_borrow_mut()
+                    .map_err(|_| js_error(ErrorCode::Busy, "the engine is busy"))?;
+                // Unload first: the old model's buffers go before the new one's arrive.
+                i.model = None;
+                i.gpu.clone()
+            };
+            let report = |v: serde_json::Value| {
+                let _ = on_progress.call1(&JsValue::NULL, &to_js(&v));
+            };
+            let t0 = tandem_engine::platform::now_seconds();
+            let file_len = if file_len > 0.0 {
+                file_len as u64
+            } else {
+                u64::MAX >> 1
+            };
+            let mut reader = JsReader(reader);
+            let (g, prefix) = read_header(&mut reader, file_len)
+                .await
+                .map_err(engine_error)?;
+            let config = Model::check(&gpu, &g).map_err(engine_error)?;
+            let tokenizer = Tokenizer::from_gguf(&g).map_err(engine_error)?;
+            let template = match tokenizer.chat_template_renderer() {
+                Some(Ok(t)) => Some(t),
+                Some(Err(e)) => return Err(engine_error(e)),
+                None => None,
+            };
+            let recommended = Sampling::from_gguf(&g);
+            let total = Model::weight_bytes(&g);
+            report(serde_json::json!({
+                "phase": "header",
+                "architecture": format!("{:?}", config.arch),
+                "layers": config.n_layer,
+                "embedding": config.n_embd,
+                "vocabulary": config.n_vocab,
+                "tensors": g.tensors.len(),
+                "weightBytes": total,
+                "fileBytes": file_len,
+                "chatTemplate": template.is_some(),
+            }));
+            let mut stream = FileOrderStream::new(reader, prefix, file_len);
+            let model = Model::load_from(gpu.clone(), &g, &mut stream, &mut |p| {
+                report(serde_json::json!({
+                    "phase": "tensors",
+                    "bytes": p.received.unwrap_or(p.done),
+                    "totalBytes": file_len,
+                    "tensorBytes": p.done,
+                    "totalTensorBytes": p.total,
+                    "tensors": p.tensors_done,
+                    "totalTensors": p.tensors_total,
+                }));
+            })
+            .await
+            .map_err(engine_error)?;
+            let t1 = tandem_engine::platform::now_seconds();
+            let before = gpu.pipeline_count();
+            report(serde_json::json!({ "phase": "pipelines", "pipelines": before }));
+            let ctx = opts
+                .context
+                .unwrap_or(model.config.ctx_train.min(2048))
+                .max(16);
+            let session = Session::new(
+                Arc::new(model),
+                SessionOptions {
+                    ctx,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(engine_error)?;
+            let pipelines = gpu.pipeline_count();
+            let t2 = tandem_engine::platform::now_seconds();
+            let summary = serde_json::json!({
+                "phase": "ready",
+                "name": opts.name,
+                "architecture": format!("{:?}", session.model.config.arch),
+                "context": ctx,
+                "pipelines": pipelines,
+                "dispatchesPerToken": session.dispatches_per_token(),
+                "weightBytes": total,
+                "uploadSeconds": t1 - t0,
+                "pipelineSeconds": t2 - t1,
+                "loadSeconds": t2 - t0,
+                "chatDefaults": ChatDefaults::for_model(&recommended),
+            });
+            report(summary.clone());
+            inner
+                .try_borrow_mut()
+                .map_err(|_| js_error(ErrorCode::Busy, "the engine is busy"))?
+                .model = Some(Loaded {
+                name: opts.name,
+                recommended,
+                tokenizer,
+                template,
+                session,
+            });
+            Ok(to_js(&summary))
+        })
+    }
+
+    /// One chat turn: `messages` `[{ role, content }]` rendered with the model's chat template,
+    /// with [`ChatOptions`] (each one left out from the model's [`ChatDefaults`]), the answer
+    /// streamed to `on_text(piece)` (return `false` from it to stop). Resolves to a
+    /// [`ChatResult`].
+    pub fn chat(&self, messages: JsValue, options: JsValue, on_text: Function) -> Promise {
+        let inner = self.inner.clone();
+        let stop = self.stop.clone();
+        future_to_promise(async move {
+            let messages: Vec<JsMessage> = from_js(&messages, "messages")?;
+            let opts: ChatOptions = if options.is_undefined() || options.is_null() {
+                ChatOptions::default()
+            } else {
+                from_js(&options, "chat options")?
+            };
+            let mut i = inner.try_borrow_mut().map_err(|_| {
+                js_error(
+                    ErrorCode::Busy,
+                    "the engine is busy (one request at a time)",
+                )
+            })?;
+            let m = i
+                .model
+                .as_mut()
+                .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
+            let template = m.template.as_ref().ok_or_else(|| {
+                js_error(
+                    ErrorCode::TemplateError,
+                    "this model has no chat template (a base model?)",
+                )
+            })?;
+            let messages: Vec<ChatMessage> = messages
+                .into_iter()
+                .map(|m| ChatMessage::new(m.role, m.content))
+                .collect();
+            let text = template.render(&messages, true).map_err(engine_error)?;
+            let prompt = m
+                .tokenizer
+                .encode(&text, false, true)
+                .map_err(engine_error)?;
+            let random = Sampling {
+                seed: Some((js_sys::Math::random() * 9_007_199_254_740_991.0) as u64),
+                ..Default::default()
+            };
+            let gen = GenerateOptions {
+                max_tokens: opts
+                    .max_tokens
+                    .unwrap_or(GenerateOptions::default().max_tokens)
+                    .max(1),
+                stop_at_eog: true,
+                sampling: opts
+                    .sampling()
+                    .or(m.recommended.clone())
+                    .or(random)
+                    .over(SamplerParams::chat()),
+            };
+            stop.set(false);
+            let stop_flag = stop.clone();
+            let out = generate_until(&mut m.session, &m.tokenizer, &prompt, &gen, |piece| {
+                let go_on = on_text
+                    .call1(&JsValue::NULL, &JsValue::from_str(piece))
+                    .map(|r| r.as_bool() != Some(false))
+                    .unwrap_or(true);
+                go_on && !stop_flag.get()
+            })
+            .await
+            .map_err(engine_error)?;
+            let finish_reason = match out.stop {
+                StopReason::EndOfGeneration => FinishReason::Stop,
+                StopReason::MaxTokens | StopReason::ContextFull => FinishReason::Length,
+                StopReason::Stopped if stop.get() => FinishReason::Abort,
+                StopReason::Stopped => FinishReason::Stop,
+            };
+            let n_eog =
+                out.tokens
+                    .last()
+                    .is_some_and(|&t| m.tokenizer.is_end_of_generation(t)) as usize;
+            Ok(to_js(&ChatResult {
+                finish_reason,
+                prompt_tokens: prompt.len(),
+                prefilled_tokens: out.prefilled,
+                completion_tokens: out.tokens.len() - n_eog,
+                prefill_seconds: out.prefill_seconds,
+                decode_seconds: out.decode_seconds,
+                prefill_tokens_per_second: out.prefill_tokens_per_second(),
+                decode_tokens_per_second: out.decode_tokens_per_second(),
+                text: out.text,
+            }))
+        })
+    }
+
+    /// Stops the running chat turn after the current token.
+    pub fn stop(&self) {
+        self.stop.set(true);
+    }
+
+    /// Drops the model and its GPU buffers (the device stays).
+    pub fn unload(&self) -> Result<(), JsValue> {
+        self.inner
+            .try_borrow_mut()
+            .map_err(|_| js_error(ErrorCode::Busy, "the engine is busy"))?
+            .model = None;
+        Ok(())
+    }
+}
+
+/// The engine crate's version, for the page's footer.
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").into()
+}
