@@ -32,6 +32,9 @@ pub struct WeightChunk {
     pub n_rows: u32,
 }
 
+/// Rows and tokens of a matmul workgroup's tile (`TM`, `TN` in matmul.wgsl).
+const MATMUL_TILE: u32 = 64;
+
 const MAT_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
@@ -185,7 +188,10 @@ pub fn mat(
                 match rows.count(s) {
                     0 => None,
                     1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
-                    n => Some((1, [n_rows.div_ceil(64), n.div_ceil(32), 1])),
+                    n => Some((
+                        1,
+                        [n_rows.div_ceil(MATMUL_TILE), n.div_ceil(MATMUL_TILE), 1],
+                    )),
                 }
             }),
         });
