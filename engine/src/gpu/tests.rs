@@ -24,6 +24,8 @@ fn every_variant_validates_with_naga() {
             "matvec",
             "matvec_sg",
             "matmul",
+            "matvec_batch",
+            "matvec_batch_sg",
             "matvec_glu",
             "matvec_glu_sg",
             "embed",

@@ -157,6 +157,7 @@ fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
 fn mat_path(n: usize) -> &'static str {
     match n {
         1 => "matvec",
+        2..=8 => "matvec_batch",
         _ => "matmul (64x64 tiles)",
     }
 }
@@ -371,8 +372,9 @@ async fn matvec_glu_every_type() {
     }
 }
 
-/// Every type through `kernels::mat` on random blocks: the matvec (1 token, in every shape of
-/// `mat_shapes`) and the batched paths (`BATCH_TOKENS`: 2 to 100 tokens), rows of 1, odd counts
+/// Every type through `kernels::mat` on random blocks: the matvec (1 token) and matvec_batch (2
+/// and 8 tokens) in every shape of `mat_shapes`, and every batched path (`BATCH_TOKENS`: 2 to 100
+/// tokens; matvec_batch to 8, the matmul from 9), rows of 1, odd counts
 /// that do not fill a workgroup (matvec takes 1 to 256 rows, matmul 64), weights of 1 to 3 chunks (the later
 /// ones at a y offset), a y stride wider than the weight, and every combination of the bias and
 /// accumulate flags.
@@ -398,10 +400,11 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
             let (bytes, w) = random_weight(ty, rows, cols, seed);
             let gw = weight(&gpu, ty, &bytes, rows, cols, splits);
             let stride = rows + extra;
-            // The matvec in every shape of `mat_shapes`, then the matmul.
+            // The matvec and matvec_batch (2 and 8 tokens) in every shape of `mat_shapes`, then
+            // every batched path in the adapter's shape.
             let runs = mat_shapes(&gpu)
                 .into_iter()
-                .map(|shape| (1usize, Some(shape)))
+                .flat_map(|shape| [1usize, 2, 8].map(|n| (n, Some(shape))))
                 .chain(BATCH_TOKENS.map(|n| (n, None)));
             for (ni, (n, shape)) in runs.enumerate() {
                 let flags = (si + ni) % 4;
