@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/step.wgsl
+// tandem:include common/gemm_tile.wgsl
 // tandem:per-qtype
 //
 // Y[t, y_offset + r] (+)= sum_k W[r, k] * X[t, k] (+ bias) for a batch of tokens (prefill, and
@@ -12,9 +13,7 @@
 // 4 rows (ws) and of 4 tokens (xs): 8 KiB each, 16 KiB in all (WebGPU's default limit). The
 // inner loop reads one vec4 of each for 16 FMAs. The next k step's weights and activations are
 // loaded into registers while the current tiles are multiplied.
-// Slot swizzle: the vec4 holding rows (tokens) 4g..4g+3 at column kk sits at kk * 16 + (g ^
-// (kk / 4)), so the scalar stores of the staging step fall in distinct banks; the inner loop's
-// loads are a permutation within one column and stay conflict-free.
+// The tile layout and its bank swizzle: common/gemm_tile.wgsl.
 
 const TM: u32 = 64u;
 const TN: u32 = 64u;
@@ -38,13 +37,8 @@ struct Params {
 @group(0) @binding(4) var<uniform> p: Params;
 @group(0) @binding(5) var<uniform> step: Step;
 
-var<workgroup> ws: array<vec4<f32>, 512>;  // [TK][TM / 4], swizzled
+var<workgroup> ws: array<vec4<f32>, 512>;  // [TK][TM / 4], swizzled (common/gemm_tile.wgsl)
 var<workgroup> xs: array<vec4<f32>, 512>;  // [TK][TN / 4], swizzled
-
-// The slot of the vec4 of group g (rows or tokens 4g..4g+3) at tile column kk.
-fn slot(kk: u32, g: u32) -> u32 {
-    return kk * 16u + (g ^ (kk >> 2u));
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -93,29 +87,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
         // Store the staged registers, k-major.
-        let wk = wu * 8u;
-        let wg4 = wr / 4u;
-        let wc = wr % 4u;
-        ws[slot(wk, wg4)][wc] = wv0.x;
-        ws[slot(wk + 1u, wg4)][wc] = wv0.y;
-        ws[slot(wk + 2u, wg4)][wc] = wv0.z;
-        ws[slot(wk + 3u, wg4)][wc] = wv0.w;
-        ws[slot(wk + 4u, wg4)][wc] = wv1.x;
-        ws[slot(wk + 5u, wg4)][wc] = wv1.y;
-        ws[slot(wk + 6u, wg4)][wc] = wv1.z;
-        ws[slot(wk + 7u, wg4)][wc] = wv1.w;
-        let xk = xc * 4u;
-        let xg0 = xt / 4u;
-        let xg1 = xg0 + 8u;
-        let xe = xt % 4u;
-        xs[slot(xk, xg0)][xe] = xv0.x;
-        xs[slot(xk + 1u, xg0)][xe] = xv0.y;
-        xs[slot(xk + 2u, xg0)][xe] = xv0.z;
-        xs[slot(xk + 3u, xg0)][xe] = xv0.w;
-        xs[slot(xk, xg1)][xe] = xv1.x;
-        xs[slot(xk + 1u, xg1)][xe] = xv1.y;
-        xs[slot(xk + 2u, xg1)][xe] = xv1.z;
-        xs[slot(xk + 3u, xg1)][xe] = xv1.w;
+        stage_w8(wr / 4u, wr % 4u, wu, wv0, wv1);
+        stage_x4(xt, xc, xv0);
+        stage_x4(xt + 32u, xc, xv1);
         workgroupBarrier();
 
         // Load the next k step into registers while this one is multiplied.
