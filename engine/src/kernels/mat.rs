@@ -36,9 +36,15 @@ pub struct WeightChunk {
 /// Rows and tokens of a matmul workgroup's tile (`TM`, `TN` in matmul.wgsl).
 const MATMUL_TILE: u32 = 64;
 
-/// Most tokens a pass for which `mat` takes matvec_batch.wgsl (`BATCH` there), which reads each
-/// weight once for all of them; longer passes take the matmul.
-pub(crate) const MATVEC_BATCH: u32 = 8;
+/// Tokens a matvec_batch workgroup takes (`BATCH` in matvec_batch.wgsl): it reads each weight
+/// once for all of them; a pass's groups of this many are grid z.
+const MATVEC_BATCH_GROUP: u32 = 8;
+
+/// Most tokens a pass for which `mat` takes matvec_batch.wgsl; longer passes take the matmul.
+/// Past 8 tokens the small-batch kernel reads the weights once per group of 8 while the matmul
+/// computes whole 64-token tiles (a 9-token pass costs it a 64-token one): 16 guesses the
+/// crossover; measure it on each GPU.
+pub(crate) const MATVEC_BATCH: u32 = 16;
 
 const MAT_LAYOUT: &[Binding] = &[
     Binding::Read,
@@ -138,7 +144,7 @@ fn check_cols(w: &GpuWeight) -> Result<()> {
 }
 
 /// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
-/// token, matvec_batch (each weight read once for all tokens) for 2 to [`MATVEC_BATCH`], the
+/// token, matvec_batch (each weight read once per 8 tokens) for 2 to [`MATVEC_BATCH`], the
 /// register-blocked matmul for more. One dispatch per weight chunk.
 pub fn mat(
     gpu: &Gpu,
@@ -203,7 +209,10 @@ pub fn mat(
                 match rows.count(s) {
                     0 => None,
                     1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
-                    2..=MATVEC_BATCH => Some((1, grid_2d(n_rows.div_ceil(matvec_rows)))),
+                    n @ 2..=MATVEC_BATCH => {
+                        let [gx, gy, _] = grid_2d(n_rows.div_ceil(matvec_rows));
+                        Some((1, [gx, gy, n.div_ceil(MATVEC_BATCH_GROUP)]))
+                    }
                     n => Some((
                         2,
                         [n_rows.div_ceil(MATMUL_TILE), n.div_ceil(MATMUL_TILE), 1],

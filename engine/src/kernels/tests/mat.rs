@@ -157,14 +157,15 @@ fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
 fn mat_path(n: usize) -> &'static str {
     match n {
         1 => "matvec",
-        2..=8 => "matvec_batch",
+        n if n <= crate::kernels::mat::MATVEC_BATCH as usize => "matvec_batch",
         _ => "matmul (64x64 tiles)",
     }
 }
 
-/// Token counts for the batched paths: each side of every boundary (2..8 the small-batch path,
-/// 9 and more the 64-token GEMM tiles), tiles that are full, one token over, and partial.
-const BATCH_TOKENS: [usize; 9] = [2, 3, 5, 8, 9, 33, 64, 65, 100];
+/// Token counts for the batched paths: each side of every boundary (2..16 the small-batch path,
+/// in groups of 8; 17 and more the 64-token GEMM tiles), tiles that are full, one token over,
+/// and partial.
+const BATCH_TOKENS: [usize; 11] = [2, 3, 5, 8, 9, 16, 17, 33, 64, 65, 100];
 
 fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..rows)
@@ -193,7 +194,7 @@ async fn mat_every_type_and_shape() {
         for (rows, splits) in [(1, vec![]), (7, vec![]), (67, vec![]), (67, vec![34])] {
             let (bytes, w) = tile(&t, rows, 3);
             let gw = weight(&gpu, t.ty, &bytes, rows, cols, &splits);
-            for n in [1usize, 3, 8, 9, 65] {
+            for n in [1usize, 3, 8, 9, 17, 65] {
                 let x = random_f32(rows as u64 * 31 + n as u64, n * cols, 1.0);
                 let bias = random_f32(7, rows, 1.0);
                 let y0 = random_f32(11, n * rows, 1.0);
@@ -372,9 +373,9 @@ async fn matvec_glu_every_type() {
     }
 }
 
-/// Every type through `kernels::mat` on random blocks: the matvec (1 token) and matvec_batch (2
-/// and 8 tokens) in every shape of `mat_shapes`, and every batched path (`BATCH_TOKENS`: 2 to 100
-/// tokens; matvec_batch to 8, the matmul from 9), rows of 1, odd counts
+/// Every type through `kernels::mat` on random blocks: the matvec (1 token) and matvec_batch (2,
+/// 8 and 11 tokens) in every shape of `mat_shapes`, and every batched path (`BATCH_TOKENS`: 2 to
+/// 100 tokens; matvec_batch to 16, the matmul from 17), rows of 1, odd counts
 /// that do not fill a workgroup (matvec takes 1 to 256 rows, matmul 64), weights of 1 to 3 chunks (the later
 /// ones at a y offset), a y stride wider than the weight, and every combination of the bias and
 /// accumulate flags.
@@ -400,11 +401,11 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
             let (bytes, w) = random_weight(ty, rows, cols, seed);
             let gw = weight(&gpu, ty, &bytes, rows, cols, splits);
             let stride = rows + extra;
-            // The matvec and matvec_batch (2 and 8 tokens) in every shape of `mat_shapes`, then
+            // The matvec and matvec_batch (2, 8 and 11 tokens) in every shape of `mat_shapes`, then
             // every batched path in the adapter's shape.
             let runs = mat_shapes(&gpu)
                 .into_iter()
-                .flat_map(|shape| [1usize, 2, 8].map(|n| (n, Some(shape))))
+                .flat_map(|shape| [1usize, 2, 8, 11].map(|n| (n, Some(shape))))
                 .chain(BATCH_TOKENS.map(|n| (n, None)));
             for (ni, (n, shape)) in runs.enumerate() {
                 let flags = (si + ni) % 4;
@@ -477,7 +478,7 @@ async fn mat_output_rows_every_type() {
         let (bytes, w) = random_weight(ty, rows, cols, 1000 + ti as u64);
         let gw = weight(&gpu, ty, &bytes, rows, cols, &[40]);
         let n_tokens = 70;
-        for n_out in [1usize, 3, 8, 9, 66] {
+        for n_out in [1usize, 3, 8, 9, 17, 66] {
             let x = random_f32(ti as u64, n_tokens * cols, 1.0);
             let y0 = random_f32(ti as u64 + 1, n_tokens * rows, 1.0);
             let xb = upload(&gpu, "x", &x);
