@@ -24,6 +24,8 @@ fn every_variant_validates_with_naga() {
             "matvec",
             "matvec_sg",
             "matmul",
+            "matvec_batch",
+            "matvec_batch_sg",
             "matvec_glu",
             "matvec_glu_sg",
             "embed",
@@ -122,12 +124,29 @@ fn naga_still_rejects_enable_subgroups() {
 
 #[test]
 fn every_variant_stays_within_browser_limits() {
-    // WebGPU's defaults in browsers here: 10 storage buffers per stage, 256 invocations.
+    // WebGPU's defaults in browsers here: 10 storage buffers per stage, 256 invocations, 16 KiB
+    // of workgroup memory (every workgroup variable declared, override-sized ones at their
+    // defaults: a bound on what an entry point uses).
     for (name, _) in SHADERS {
         let source = source_for(name, NATIVE).unwrap();
         let storage = source.matches("var<storage").count();
         assert!(storage <= 10, "{name}: {storage} storage buffers");
         let module = naga::front::wgsl::parse_str(source).unwrap();
+        let workgroup_bytes: u32 = module
+            .global_variables
+            .iter()
+            .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+            .map(|(_, v)| {
+                module.types[v.ty]
+                    .inner
+                    .try_size(module.to_ctx())
+                    .unwrap_or(u32::MAX)
+            })
+            .sum();
+        assert!(
+            workgroup_bytes <= 16384,
+            "{name}: {workgroup_bytes} bytes of workgroup memory"
+        );
         for ep in &module.entry_points {
             let [x, y, z] = ep.workgroup_size;
             // Override-sized workgroups report 0 here; their defaults are checked in the source.

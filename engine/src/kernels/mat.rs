@@ -1,5 +1,6 @@
-//! Matrix products with the weights on the GPU: `mat` (the matvec kernel for one token, the tiled
-//! matmul for more; matvec.wgsl, matmul.wgsl) and `matvec_glu` (the decode FFN input side in one
+//! Matrix products with the weights on the GPU: `mat` (the matvec kernel for one token, the
+//! small-batch matvec for 2 to [`MATVEC_BATCH`], the register-blocked matmul for more;
+//! matvec.wgsl, matvec_batch.wgsl, matmul.wgsl) and `matvec_glu` (the decode FFN input side in one
 //! dispatch; matvec_glu.wgsl), and the weight matrices they read ([`GpuWeight`]).
 
 use bytemuck::{Pod, Zeroable};
@@ -32,6 +33,19 @@ pub struct WeightChunk {
     pub n_rows: u32,
 }
 
+/// Rows and tokens of a matmul workgroup's tile (`TM`, `TN` in matmul.wgsl).
+const MATMUL_TILE: u32 = 64;
+
+/// Tokens a matvec_batch workgroup takes (`BATCH` in matvec_batch.wgsl): it reads each weight
+/// once for all of them; a pass's groups of this many are grid z.
+const MATVEC_BATCH_GROUP: u32 = 8;
+
+/// Most tokens a pass for which `mat` takes matvec_batch.wgsl; longer passes take the matmul.
+/// Past 8 tokens the small-batch kernel reads the weights once per group of 8 while the matmul
+/// computes whole 64-token tiles (a 9-token pass costs it a 64-token one): 16 guesses the
+/// crossover; measure it on each GPU.
+pub(crate) const MATVEC_BATCH: u32 = 16;
+
 const MAT_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
@@ -61,6 +75,14 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         stem: "matvec",
         layout: MAT_LAYOUT,
         unused: &[],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "matvec_batch",
+        layout: MAT_LAYOUT,
+        // The bind group is the matvec's; only its norm prologue reads binding 6.
+        unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG)],
     },
@@ -122,7 +144,8 @@ fn check_cols(w: &GpuWeight) -> Result<()> {
 }
 
 /// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
-/// token, the tiled matmul for more. One dispatch per weight chunk.
+/// token, matvec_batch (each weight read once per 8 tokens) for 2 to [`MATVEC_BATCH`], the
+/// register-blocked matmul for more. One dispatch per weight chunk.
 pub fn mat(
     gpu: &Gpu,
     w: &GpuWeight,
@@ -146,6 +169,7 @@ pub fn mat(
             .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows, w.n_cols, chunk.ty));
         let matvec_rows = shape.rows;
         let matvec = gpu.pipeline(&shape.key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
+        let batch = gpu.pipeline(&shape.key(gpu, format!("matvec_batch_{q}"), MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
@@ -176,7 +200,7 @@ pub fn mat(
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
             label: w.name.clone(),
-            pipelines: vec![matvec, matmul],
+            pipelines: vec![matvec, batch, matmul],
             bind_group,
             grid: Box::new(move |s| {
                 if !when.admits(s) {
@@ -185,7 +209,14 @@ pub fn mat(
                 match rows.count(s) {
                     0 => None,
                     1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
-                    n => Some((1, [n_rows.div_ceil(64), n.div_ceil(32), 1])),
+                    n @ 2..=MATVEC_BATCH => {
+                        let [gx, gy, _] = grid_2d(n_rows.div_ceil(matvec_rows));
+                        Some((1, [gx, gy, n.div_ceil(MATVEC_BATCH_GROUP)]))
+                    }
+                    n => Some((
+                        2,
+                        [n_rows.div_ceil(MATMUL_TILE), n.div_ceil(MATMUL_TILE), 1],
+                    )),
                 }
             }),
         });

@@ -153,6 +153,20 @@ fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
     format!("rows/wg {} {variant}", s.rows)
 }
 
+/// The kernel `kernels::mat` runs for a pass of `n` tokens, as failure messages name it.
+fn mat_path(n: usize) -> &'static str {
+    match n {
+        1 => "matvec",
+        n if n <= crate::kernels::mat::MATVEC_BATCH as usize => "matvec_batch",
+        _ => "matmul (64x64 tiles)",
+    }
+}
+
+/// Token counts for the batched paths: each side of every boundary (2..16 the small-batch path,
+/// in groups of 8; 17 and more the 64-token GEMM tiles), tiles that are full, one token over,
+/// and partial.
+const BATCH_TOKENS: [usize; 11] = [2, 3, 5, 8, 9, 16, 17, 33, 64, 65, 100];
+
 fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..rows)
         .map(|r| {
@@ -184,7 +198,7 @@ async fn mat_every_type_and_shape() {
         for (rows, splits) in [(1, vec![]), (7, vec![]), (67, vec![]), (67, vec![34])] {
             let (bytes, w) = tile(&t, rows, 3);
             let gw = weight(&gpu, t.ty, &bytes, rows, cols, &splits);
-            for n in [1usize, 5, 33] {
+            for n in [1usize, 3, 8, 9, 17, 65] {
                 let x = random_f32(rows as u64 * 31 + n as u64, n * cols, 1.0);
                 let bias = random_f32(7, rows, 1.0);
                 let y0 = random_f32(11, n * rows, 1.0);
@@ -220,7 +234,7 @@ async fn mat_every_type_and_shape() {
                     }
                 }
                 let (nmse, max_abs) = tolerance(t.ty);
-                let kernel = if n == 1 { "matvec" } else { "matmul" };
+                let kernel = mat_path(n);
                 let shape = format!(
                     "{} rows {rows} cols {cols} chunks {} tokens {n}",
                     t.ty,
@@ -363,9 +377,10 @@ async fn matvec_glu_every_type() {
     }
 }
 
-/// Every type through `kernels::mat` on random blocks: the matvec (1 token, in every shape of
-/// `mat_shapes`) and the tiled matmul (2, 5, 33, 64 tokens), rows of 1, odd counts that do not
-/// fill a workgroup (matvec takes 1 to 256 rows, matmul 64), weights of 1 to 3 chunks (the later
+/// Every type through `kernels::mat` on random blocks: the matvec (1 token) and matvec_batch (2,
+/// 8 and 11 tokens) in every shape of `mat_shapes`, and every batched path (`BATCH_TOKENS`: 2 to
+/// 100 tokens; matvec_batch to 16, the matmul from 17), rows of 1, odd counts
+/// that do not fill a workgroup (matvec takes 1 to 256 rows, matmul 64), weights of 1 to 3 chunks (the later
 /// ones at a y offset), a y stride wider than the weight, and every combination of the bias and
 /// accumulate flags.
 async fn mat_random_blocks_every_type_shape_and_flag() {
@@ -390,11 +405,12 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
             let (bytes, w) = random_weight(ty, rows, cols, seed);
             let gw = weight(&gpu, ty, &bytes, rows, cols, splits);
             let stride = rows + extra;
-            // The matvec in every shape of `mat_shapes`, then the matmul.
+            // The matvec and matvec_batch (2, 8 and 11 tokens) in every shape of `mat_shapes`, then
+            // every batched path in the adapter's shape.
             let runs = mat_shapes(&gpu)
                 .into_iter()
-                .map(|shape| (1usize, Some(shape)))
-                .chain([2, 5, 33, 64].map(|n| (n, None)));
+                .flat_map(|shape| [1usize, 2, 8, 11].map(|n| (n, Some(shape))))
+                .chain(BATCH_TOKENS.map(|n| (n, None)));
             for (ni, (n, shape)) in runs.enumerate() {
                 let flags = (si + ni) % 4;
                 let (with_bias, accumulate) = (flags & 1 != 0, flags & 2 != 0);
@@ -436,7 +452,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                     &y0,
                     accumulate,
                 );
-                let kernel = if n == 1 { "matvec" } else { "matmul" };
+                let kernel = mat_path(n);
                 let shape = format!(
                     "{ty} rows {rows} cols {cols} chunks {} tokens {n} stride {stride} bias {with_bias} accumulate {accumulate} matvec {}",
                     splits.len() + 1,
@@ -456,7 +472,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
 }
 
 /// `Rows::Out`: only the last `n_out` tokens' rows (held from row 0 of x) are computed, by the
-/// matvec when `n_out` is 1 and by the matmul otherwise; the rest of y is left alone.
+/// path `kernels::mat` takes for `n_out` tokens (`mat_path`); the rest of y is left alone.
 async fn mat_output_rows_every_type() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
@@ -465,8 +481,8 @@ async fn mat_output_rows_every_type() {
         let (rows, cols) = (67, cols_for(ty)[1]);
         let (bytes, w) = random_weight(ty, rows, cols, 1000 + ti as u64);
         let gw = weight(&gpu, ty, &bytes, rows, cols, &[40]);
-        let n_tokens = 6;
-        for n_out in [1usize, 3] {
+        let n_tokens = 70;
+        for n_out in [1usize, 3, 8, 9, 17, 66] {
             let x = random_f32(ti as u64, n_tokens * cols, 1.0);
             let y0 = random_f32(ti as u64 + 1, n_tokens * rows, 1.0);
             let xb = upload(&gpu, "x", &x);
@@ -494,7 +510,7 @@ async fn mat_output_rows_every_type() {
             let (mut want, mag) = mat_ref(&w, &x, (n_out, rows, cols, rows), None, &y0, false);
             want.truncate(n_out * rows);
             want.extend_from_slice(&y0[n_out * rows..]);
-            let kernel = if n_out == 1 { "matvec" } else { "matmul" };
+            let kernel = mat_path(n_out);
             let shape =
                 format!("{ty} rows {rows} cols {cols} Rows::Out n_out {n_out} of {n_tokens}");
             assert_close(kernel, &shape, &got, &want, NMSE_TOL, REL_TOL * mag);

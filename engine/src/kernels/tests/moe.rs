@@ -382,14 +382,15 @@ async fn run_moe(
     }
 }
 
-/// Token counts, and for decode the shapes of its expert kernels: 4 rows per workgroup (64 threads
+/// Token counts (the batched kernels' 64-token tiles: partly filled, and with 70 tokens where
+/// every expert is selected, one full tile and a second one), and for decode the shapes of its expert kernels: 4 rows per workgroup (64 threads
 /// a row: 8 subgroups on lavapipe) and 1 row (the whole workgroup), with subgroups where the
 /// adapter has them and without, and the adapter's choice.
 fn runs(gpu: &Gpu) -> Vec<(usize, Option<MatvecShape>)> {
     let decode = matvec_shapes(gpu, &[4, 1])
         .into_iter()
         .map(|s| (1, Some(s)));
-    decode.chain([3, 16, 40].map(|n| (n, None))).collect()
+    decode.chain([3, 16, 40, 70].map(|n| (n, None))).collect()
 }
 
 async fn moe_experts_f32_q8_0() {
