@@ -1,10 +1,13 @@
 //! `tandem bench`: prefill and decode speed as medians over distinct prompts, each a fresh
-//! request (empty KV cache), per MEASURE.md; optionally the per-kernel split of one token.
+//! request (empty KV cache), per MEASURE.md; optionally the per-kernel split of one pass, each
+//! kernel group's bytes read, GB/s and FLOP/s against the streaming-read bandwidth measured here.
 
 use std::collections::BTreeMap;
 
 use clap::Args;
 use serde_json::json;
+use tandem_engine::kernels::stream::stream_bytes;
+use tandem_engine::kernels::stream_read_bandwidth;
 use tandem_engine::platform::now_seconds;
 use tandem_engine::sampling::Sampler;
 use tandem_engine::Result;
@@ -25,7 +28,8 @@ pub struct BenchArgs {
     /// Tokens generated per prompt
     #[arg(short = 'n', long, default_value_t = 128)]
     pub gen_tokens: usize,
-    /// Also time every kernel of one decode step with GPU timestamps
+    /// Also time every kernel of one decode step with GPU timestamps, with the bytes each reads,
+    /// its GB/s and FLOP/s, against the streaming-read bandwidth measured first
     #[arg(long)]
     pub profile: bool,
     /// Tokens of the pass `--profile` times: 1 is a decode step, more a prompt chunk (at most
@@ -47,6 +51,34 @@ fn summary(mut v: Vec<f64>) -> (f64, f64, f64) {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     };
     (median, v[0], v[n - 1])
+}
+
+/// One kernel group of the profile: the dispatches whose labels differ only in the layer.
+#[derive(Default)]
+struct Group {
+    dispatches: usize,
+    us: f64,
+    bytes: f64,
+    flops: f64,
+}
+
+impl Group {
+    /// Bytes read per second, in GB/s.
+    fn gb_per_s(&self) -> f64 {
+        if self.us > 0.0 {
+            self.bytes / self.us / 1e3
+        } else {
+            0.0
+        }
+    }
+    /// FLOP/s in TFLOP/s, or `None` where the group does no matrix arithmetic.
+    fn tflops(&self) -> Option<f64> {
+        (self.flops > 0.0 && self.us > 0.0).then(|| self.flops / self.us / 1e6)
+    }
+    /// Percent of the ceiling (bytes per second), where there is one.
+    fn of_ceiling(&self, ceiling: Option<f64>) -> Option<f64> {
+        ceiling.map(|c| 100.0 * self.gb_per_s() * 1e9 / c)
+    }
 }
 
 /// A deterministic pseudo-random prompt: distinct per index, ids drawn from the vocabulary.
@@ -101,27 +133,55 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let (pm, pmin, pmax) = summary(prefill);
     let (dm, dmin, dmax) = summary(decode);
     let dispatches = s.dispatches_per_token();
-    let mut kernels = BTreeMap::new();
+    let mut kernels: BTreeMap<String, Group> = BTreeMap::new();
     let mut kernel_total = 0.0;
+    let mut ceiling = None;
+    let ceiling_bytes = stream_bytes(&s.model.gpu);
     if args.profile {
+        // The adapter's streaming-read bandwidth, measured here, for every kernel's GB/s.
+        ceiling = pollster::block_on(stream_read_bandwidth(&s.model.gpu))?;
         // One pass at the end of the last prompt's context.
         let prof = pollster::block_on(s.profile(args.profile_tokens))?;
-        for (label, ns) in prof {
+        for k in prof {
             // Group per-layer tensors: blk.7.ffn_up.weight -> ffn_up.weight.
-            let key: Vec<&str> = label
+            let key: Vec<&str> = k
+                .label
                 .split('.')
                 .filter(|p| *p != "blk" && p.parse::<u32>().is_err())
                 .collect();
-            let e: &mut (f64, usize) = kernels.entry(key.join(".")).or_default();
-            e.0 += ns / 1e3;
-            e.1 += 1;
-            kernel_total += ns / 1e3;
+            let e = kernels.entry(key.join(".")).or_default();
+            e.us += k.ns / 1e3;
+            e.dispatches += 1;
+            e.bytes += k.bytes;
+            e.flops += k.flops;
+            kernel_total += k.ns / 1e3;
         }
     }
+    let percent = |us: f64| {
+        if kernel_total > 0.0 {
+            100.0 * us / kernel_total
+        } else {
+            0.0
+        }
+    };
     if args.json {
         let k: BTreeMap<_, _> = kernels
             .iter()
-            .map(|(k, (us, n))| (k.clone(), json!({"microseconds": us, "dispatches": n})))
+            .map(|(k, g)| {
+                (
+                    k.clone(),
+                    json!({
+                        "microseconds": g.us,
+                        "dispatches": g.dispatches,
+                        "percent_of_pass": percent(g.us),
+                        "bytes": g.bytes,
+                        "gigabytes_per_second": g.gb_per_s(),
+                        "percent_of_ceiling": g.of_ceiling(ceiling),
+                        "flops": g.flops,
+                        "teraflops_per_second": g.tflops(),
+                    }),
+                )
+            })
             .collect();
         println!(
             "{}",
@@ -132,6 +192,11 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 "prefill_tokens_per_second": {"median": pm, "min": pmin, "max": pmax},
                 "decode_tokens_per_second": {"median": dm, "min": dmin, "max": dmax},
                 "dispatches_per_token": dispatches,
+                "streaming_read_ceiling": args.profile.then(|| json!({
+                    "bytes_per_second": ceiling,
+                    "buffer_bytes": ceiling_bytes,
+                    "kernel": "stream_read",
+                })),
                 "kernels": k,
             })
         );
@@ -145,17 +210,61 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             args.gen_tokens
         );
         if args.profile {
+            match ceiling {
+                Some(c) => println!(
+                    "streaming-read ceiling: {:.1} GB/s (stream_read.wgsl over {} MiB, best of 6)",
+                    c / 1e9,
+                    ceiling_bytes >> 20
+                ),
+                None => println!(
+                    "streaming-read ceiling: not measured (the adapter has no timestamp queries)"
+                ),
+            }
             println!(
-                "one pass of {} token(s), GPU time per kernel (one compute pass each):",
+                "one pass of {} token(s), GPU time per kernel group (one compute pass each); \
+                 bytes read count each byte once; TFLOP/s for matrix products and attention:",
                 args.profile_tokens
             );
-            for (k, (us, n)) in &kernels {
+            println!(
+                "  {:28} {:>5} {:>10} {:>6} {:>10} {:>8} {:>6} {:>8}",
+                "kernel", "n", "us", "%pass", "MB read", "GB/s", "%ceil", "TFLOP/s"
+            );
+            let (mut bytes, mut flops) = (0.0, 0.0);
+            for (k, g) in &kernels {
+                let ceil = g
+                    .of_ceiling(ceiling)
+                    .map_or("-".into(), |p| format!("{p:.1}"));
+                let tf = g.tflops().map_or("-".into(), |t| format!("{t:.3}"));
                 println!(
-                    "  {k:28} x{n:<4} {us:10.1} us {:5.1}%",
-                    100.0 * us / kernel_total
+                    "  {k:28} {:>5} {:10.1} {:6.1} {:10.2} {:8.1} {ceil:>6} {tf:>8}",
+                    g.dispatches,
+                    g.us,
+                    percent(g.us),
+                    g.bytes / 1e6,
+                    g.gb_per_s(),
                 );
+                bytes += g.bytes;
+                flops += g.flops;
             }
-            println!("  total {kernel_total:.1} us");
+            let all = Group {
+                dispatches: kernels.values().map(|g| g.dispatches).sum(),
+                us: kernel_total,
+                bytes,
+                flops,
+            };
+            let ceil = all
+                .of_ceiling(ceiling)
+                .map_or("-".into(), |p| format!("{p:.1}"));
+            let tf = all.tflops().map_or("-".into(), |t| format!("{t:.3}"));
+            println!(
+                "  {:28} {:>5} {:10.1} {:6.1} {:10.2} {:8.1} {ceil:>6} {tf:>8}",
+                "total",
+                all.dispatches,
+                kernel_total,
+                100.0,
+                bytes / 1e6,
+                all.gb_per_s(),
+            );
         }
     }
     Ok(())

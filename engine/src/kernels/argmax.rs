@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 #[cfg(test)]
 use super::dispatch::KernelBinds;
-use super::dispatch::{Dispatch, When, MAX_GRID};
+use super::dispatch::{f32s, Cost, Dispatch, When, MAX_GRID};
 use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::Result;
 
@@ -85,7 +85,8 @@ pub fn argmax(
             _pad: [0; 2],
         },
     );
-    let stage = |shader: &str, buffers: &[&wgpu::Buffer], n: u32| {
+    // Bytes each stage reads: the logits row, then the slices' (value, index) winners.
+    let stage = |shader: &str, buffers: &[&wgpu::Buffer], n: u32, bytes: f64| {
         Dispatch::one(
             gpu,
             shader,
@@ -98,9 +99,20 @@ pub fn argmax(
             When::Always,
             move |_| [n, 1, 1],
         )
+        .map(|d| d.costs(move |_| Cost::reads(bytes)))
     };
     Ok([
-        stage("argmax", &[logits, partial, &pbuf], groups)?,
-        stage("argmax_combine", &[partial, tokens, &pbuf], 1)?,
+        stage(
+            "argmax",
+            &[logits, partial, &pbuf],
+            groups,
+            f32s(n_vocab as u64),
+        )?,
+        stage(
+            "argmax_combine",
+            &[partial, tokens, &pbuf],
+            1,
+            f32s(2 * groups as u64),
+        )?,
     ])
 }

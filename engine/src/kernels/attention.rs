@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{Dispatch, StepInfo, IN_OUT_LAYOUT};
+use super::dispatch::{f32s, Cost, Dispatch, StepInfo, IN_OUT_LAYOUT};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::rope::{Heads, RopeConfig};
@@ -33,6 +33,25 @@ pub fn attention_splits(s: &StepInfo) -> u32 {
         (s.pos + s.n_tokens)
             .div_ceil(ATTN_TILE)
             .clamp(1, (MAX_ATTN_SPLITS / s.n_tokens.max(1)).max(1))
+    }
+}
+
+/// The cost of attention in pass `s` with a cache of `kv_bytes` bytes per key (or value) vector
+/// of one head (4 for f32) and a sliding `window` (0: none): per kv head the keys and values of
+/// every position some query sees (`pos + n_tokens`, or the window's), each once, and the
+/// queries' q rows; `4 head_dim` FLOPs per (query head, visible key): QK^T and PV.
+pub(crate) fn attention_cost(h: &Heads, kv_bytes: f64, window: u32, s: &StepInfo) -> Cost {
+    let end = (s.pos + s.n_tokens) as u64;
+    let w = if window == 0 { u64::MAX } else { window as u64 };
+    // Query at position p sees keys max(0, p + 1 - w)..=p.
+    let first = (s.pos as u64 + 1).saturating_sub(w);
+    let keys = end - first;
+    let seen: u64 = (s.pos as u64..end).map(|p| (p + 1).min(w)).sum();
+    let hd = h.head_dim as u64;
+    Cost {
+        bytes: 2.0 * (keys * h.n_kv_head as u64 * hd) as f64 * kv_bytes
+            + f32s(s.n_tokens as u64 * (h.n_head + 2 * h.n_kv_head) as u64 * hd),
+        flops: 4.0 * (hd * h.n_head as u64) as f64 * seen as f64,
     }
 }
 
@@ -198,6 +217,11 @@ pub fn attention(
         },
     );
     let n_head = heads.n_head;
+    // Bytes of one position's key vector of one head in the cache.
+    let kv_bytes =
+        k_cache.size() as f64 / (heads.ctx as f64 * (heads.n_kv_head * heads.head_dim) as f64);
+    let window = opts.window;
+    let partial_floats = (heads.n_head * (heads.head_dim + 4)) as u64;
     Ok([
         Dispatch {
             label: "attention".into(),
@@ -207,6 +231,7 @@ pub fn attention(
                 &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step],
             ),
             grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, attention_splits(s)]))),
+            cost: Box::new(move |s| attention_cost(&heads, kv_bytes, window, s)),
         },
         Dispatch {
             label: "attention_combine".into(),
@@ -214,6 +239,10 @@ pub fn attention(
             bind_group: gpu.bind_group(IN_OUT_LAYOUT, &[partial, out, &cbuf, step]),
             grid: Box::new(move |s| {
                 (attention_splits(s) > 1).then_some((0, [n_head, s.n_tokens, 1]))
+            }),
+            cost: Box::new(move |s| {
+                let parts = s.n_tokens as u64 * attention_splits(s) as u64;
+                Cost::reads(f32s(parts * partial_floats))
             }),
         },
     ])

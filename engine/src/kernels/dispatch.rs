@@ -97,11 +97,50 @@ impl When {
 /// the pass has nothing for this dispatch.
 pub type Grid = Box<dyn Fn(&StepInfo) -> Option<(usize, [u32; 3])> + Send + Sync>;
 
+/// What one dispatch costs in a pass: the bytes it reads from memory and its arithmetic, for the
+/// profile's GB/s and FLOP/s (shared/MEASURE.md, rule 6). Bytes count each distinct byte once
+/// (weights once per pass, activations once per token), so they are the traffic a kernel that
+/// reuses perfectly through its caches would have: the floor its time is measured against.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Cost {
+    /// Bytes read from memory (weights, activations, KV cache).
+    pub bytes: f64,
+    /// Floating-point operations (a multiply-add is 2): `2 rows cols tokens` for a matrix
+    /// product, an estimate for attention, 0 for the elementwise and reduction kernels.
+    pub flops: f64,
+}
+
+impl Cost {
+    /// A matrix product: `weight_bytes` of weights read once, `x_bytes` of activations besides,
+    /// `2 rows cols tokens` FLOPs.
+    pub fn product(weight_bytes: f64, x_bytes: f64, rows: u32, cols: u32, tokens: f64) -> Cost {
+        Cost {
+            bytes: weight_bytes + x_bytes,
+            flops: 2.0 * rows as f64 * cols as f64 * tokens,
+        }
+    }
+
+    /// A kernel that only moves `bytes` (no matrix arithmetic counted).
+    pub fn reads(bytes: f64) -> Cost {
+        Cost { bytes, flops: 0.0 }
+    }
+}
+
+/// A dispatch's [`Cost`] in a pass, evaluated like its [`Grid`] (only for passes it runs in).
+pub type CostRule = Box<dyn Fn(&StepInfo) -> Cost + Send + Sync>;
+
+/// Bytes of `n` f32 activations.
+pub(crate) fn f32s(n: u64) -> f64 {
+    n as f64 * 4.0
+}
+
 pub struct Dispatch {
     pub label: String,
     pub pipelines: Vec<wgpu::ComputePipeline>,
     pub bind_group: wgpu::BindGroup,
     pub grid: Grid,
+    /// What it reads and computes in a pass (the profile's bytes and FLOPs).
+    pub cost: CostRule,
 }
 
 impl Dispatch {
@@ -109,6 +148,12 @@ impl Dispatch {
     pub fn only(mut self, when: When) -> Dispatch {
         let grid = std::mem::replace(&mut self.grid, Box::new(|_| None));
         self.grid = Box::new(move |s| if when.admits(s) { grid(s) } else { None });
+        self
+    }
+
+    /// This dispatch with `cost` as its cost rule.
+    pub fn costs(mut self, cost: impl Fn(&StepInfo) -> Cost + Send + Sync + 'static) -> Dispatch {
+        self.cost = Box::new(cost);
         self
     }
 
@@ -127,6 +172,7 @@ impl Dispatch {
             pipelines: vec![gpu.pipeline(key)?],
             bind_group: gpu.bind_group(key.layout, buffers),
             grid: Box::new(move |s| when.admits(s).then(|| (0, grid(s)))),
+            cost: Box::new(|_| Cost::default()),
         })
     }
 

@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{key, qtype_suffix, Dispatch, When};
+use super::dispatch::{key, qtype_suffix, Cost, Dispatch, When};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::mat::GpuWeight;
@@ -46,6 +46,8 @@ pub fn embed(
 ) -> Result<Vec<Dispatch>> {
     let mut out = Vec::new();
     for chunk in &table.chunks {
+        let row_bytes = chunk.buffer.size() as f64 / chunk.n_rows as f64;
+        let share = chunk.n_rows as f64 / table.n_rows as f64;
         let q = qtype_suffix(chunk.ty)?;
         let params = EmbedParams {
             dim: table.n_cols,
@@ -54,14 +56,21 @@ pub fn embed(
             scale,
         };
         let pbuf = gpu.uniform("embed", &params);
-        out.push(Dispatch::one(
-            gpu,
-            &table.name,
-            &key(format!("embed_{q}"), EMBED_LAYOUT),
-            &[&chunk.buffer, tokens, y, &pbuf, step],
-            When::Always,
-            |s| [s.n_tokens, 1, 1],
-        )?);
+        out.push(
+            Dispatch::one(
+                gpu,
+                &table.name,
+                &key(format!("embed_{q}"), EMBED_LAYOUT),
+                &[&chunk.buffer, tokens, y, &pbuf, step],
+                When::Always,
+                |s| [s.n_tokens, 1, 1],
+            )?
+            .costs(move |s| {
+                // A row of the table a token (a chunk's share of them), the ids.
+                let n = s.n_tokens as f64;
+                Cost::reads(row_bytes * n * share + 4.0 * n)
+            }),
+        );
     }
     Ok(out)
 }

@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{grid_2d, key, Dispatch, When};
+use super::dispatch::{f32s, grid_2d, key, Cost, Dispatch, When};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
@@ -67,4 +67,5 @@ pub fn glu(
         when,
         move |s| grid_2d((s.n_tokens * n).div_ceil(256)),
     )
+    .map(|d| d.costs(move |s| Cost::reads(f32s(2 * s.n_tokens as u64 * n as u64))))
 }

@@ -5,7 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{grid_2d, key, qtype_suffix, Dispatch, Rows, When};
+use super::dispatch::{f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, When};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::glu::Activation;
@@ -199,6 +199,7 @@ pub fn mat(
         let (rows, when) = (opts.rows, opts.when);
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
+            cost: mat_cost_rule(chunk, w.n_cols, opts),
             label: w.name.clone(),
             pipelines: vec![matvec, batch, matmul],
             bind_group,
@@ -291,6 +292,8 @@ pub fn matvec_glu_with(
         _pad: [0; 3],
     };
     let pbuf = gpu.uniform(&gate_up.name, &params);
+    let (bytes, n_cols) = (chunk.buffer.size(), gate_up.n_cols);
+    let fixed = norm.map_or(0, |_| n_cols);
     Dispatch::one(
         gpu,
         &gate_up.name,
@@ -299,5 +302,29 @@ pub fn matvec_glu_with(
         When::Decode,
         move |_| grid_2d(n_rows.div_ceil(rows)),
     )
-    .map(Some)
+    .map(|d| Some(d.costs(move |_| mat_cost(bytes, 2 * n_rows, n_cols, 1, n_cols, fixed))))
+}
+
+/// The cost of a matrix product over `n` tokens of a weight chunk of `n_rows` x `n_cols` and
+/// `weight_bytes` on the GPU: the weights once, `per_token` activation floats a token (its input
+/// row; the output row it adds to when accumulating) and `fixed` floats besides (bias, norm
+/// weights); `2 n_rows n_cols n` FLOPs.
+pub(crate) fn mat_cost(
+    weight_bytes: u64,
+    n_rows: u32,
+    n_cols: u32,
+    n: u32,
+    per_token: u32,
+    fixed: u32,
+) -> Cost {
+    let x = f32s(n as u64 * per_token as u64 + fixed as u64);
+    Cost::product(weight_bytes as f64, x, n_rows, n_cols, n as f64)
+}
+
+/// [`mat_cost`] of `mat`'s dispatch over `chunk` in each pass (the rows `opts.rows` takes).
+fn mat_cost_rule(chunk: &WeightChunk, n_cols: u32, opts: &MatOpts) -> CostRule {
+    let (bytes, n_rows, rows) = (chunk.buffer.size(), chunk.n_rows, opts.rows);
+    let per_token = n_cols + if opts.accumulate { n_rows } else { 0 };
+    let fixed = opts.bias.map_or(0, |_| n_rows) + opts.norm.map_or(0, |_| n_cols);
+    Box::new(move |s| mat_cost(bytes, n_rows, n_cols, rows.count(s), per_token, fixed))
 }

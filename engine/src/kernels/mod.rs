@@ -7,7 +7,8 @@
 //! - [`shape`]: the matvec shape policy ([`MatvecShape`], rows per workgroup, subgroup variants);
 //! - one file per WGSL family, each with its binding layout, `Params` and builder(s): [`mat`]
 //!   (matvec, matmul, matvec_glu), [`glu`], [`embed`], [`norm`], [`rope`], [`attention`],
-//!   [`argmax`], [`sample`] and [`moe`].
+//!   [`argmax`], [`sample`] and [`moe`];
+//! - [`stream`]: the streaming-read ceiling every kernel's bandwidth is put against.
 
 pub mod argmax;
 pub mod attention;
@@ -20,6 +21,7 @@ pub mod norm;
 pub mod rope;
 pub mod sample;
 pub mod shape;
+pub mod stream;
 
 #[cfg(test)]
 pub(crate) mod reference;
@@ -31,7 +33,7 @@ pub use attention::{
     attention, attention_partial_len, attention_splits, AttnOpts, DecodeRope, ATTN_TILE,
     MAX_ATTN_SPLITS, MAX_SPLIT_TOKENS,
 };
-pub use dispatch::{Dispatch, Grid, Rows, StepInfo, StepUniform, When};
+pub use dispatch::{Cost, CostRule, Dispatch, Grid, Rows, StepInfo, StepUniform, When};
 pub use embed::embed;
 pub use glu::{glu, Activation};
 pub use mat::{mat, matvec_glu, matvec_glu_with, GpuWeight, MatOpts, WeightChunk};
@@ -39,10 +41,11 @@ pub use norm::{rmsnorm, NormOpts};
 pub use rope::{rope_store, Heads, KvBuffers, RopeConfig};
 pub use sample::{sample, SampleKernels};
 pub use shape::{decode_unit, matvec_rows, subgroups_fit, MatvecShape};
+pub use stream::{stream_read, stream_read_bandwidth};
 
 #[cfg(test)]
 pub(crate) use dispatch::KernelBinds;
-pub(crate) use dispatch::{grid_2d, key, qtype_suffix, IN_OUT_LAYOUT};
+pub(crate) use dispatch::{f32s, grid_2d, key, qtype_suffix, IN_OUT_LAYOUT};
 
 /// What every kernel binds, family by family, as the Rust side binds it: every variant in
 /// `gpu::shaders::SHADERS` must have its kernel here (`tests/bindings.rs` checks them against
@@ -58,4 +61,5 @@ pub(crate) const BINDS: &[&[KernelBinds]] = &[
     argmax::BINDS,
     sample::BINDS,
     moe::BINDS,
+    stream::BINDS,
 ];

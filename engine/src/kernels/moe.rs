@@ -14,7 +14,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{grid_2d, key, qtype_suffix, Activation, Dispatch, MatvecShape, When, IN_OUT_LAYOUT};
+use super::{
+    f32s, grid_2d, key, qtype_suffix, Activation, Cost, Dispatch, MatvecShape, StepInfo, When,
+    IN_OUT_LAYOUT,
+};
 #[cfg(test)]
 use super::{shape::MATVEC_WG, KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
@@ -129,6 +132,10 @@ pub fn router(
         When::Always,
         |s| [s.n_tokens, 1, 1],
     )
+    .map(|d| {
+        let n_expert = r.n_expert as u64;
+        d.costs(move |s| Cost::reads(f32s(s.n_tokens as u64 * n_expert)))
+    })
 }
 
 /// u32 words of the per-expert token lists of a pass of up to `max_tokens` (moe_sort.wgsl).
@@ -153,10 +160,42 @@ pub fn sort(
         When::Batch,
         |_| [1, 1, 1],
     )
+    .map(|d| {
+        let k = r.k as u64;
+        d.costs(move |s| Cost::reads(f32s(2 * k * s.n_tokens as u64)))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
 // experts
+
+/// Experts of a chunk of `n_exp` (of a layer's `n_expert`) that a pass of `n` tokens, each routed
+/// to `k`, reads: `k` for a decode token; for a batch the most it can be, `min(n_expert, k n)`
+/// (every route to an expert no other route took; exact once every expert has a token, as in a
+/// long prompt), in both cases spread over the chunks by their share of the experts.
+pub(crate) fn routed_experts(n_expert: u32, k: u32, n_exp: u32, n: u32) -> f64 {
+    (k as f64 * n as f64).min(n_expert as f64) * n_exp as f64 / n_expert as f64
+}
+
+/// The cost of an expert kernel over a chunk of `n_exp` experts of `rows` x `cols` taking
+/// `chunk_bytes` on the GPU, in pass `s`: the [`routed_experts`] weights, `act` bytes of
+/// activations, and `2 rows cols` FLOPs for each of the pass's `k n` routes (the chunk's share).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn expert_cost(
+    chunk_bytes: u64,
+    rows: u32,
+    cols: u32,
+    n_expert: u32,
+    k: u32,
+    n_exp: u32,
+    s: &StepInfo,
+    act: f64,
+) -> Cost {
+    let experts = routed_experts(n_expert, k, n_exp, s.n_tokens);
+    let routes = k as f64 * s.n_tokens as f64 * n_exp as f64 / n_expert as f64;
+    let weights = chunk_bytes as f64 / n_exp as f64 * experts;
+    Cost::product(weights, act, rows, cols, routes)
+}
 
 fn check_experts(ex: &GpuExperts, r: &Routing, rows: u32, cols: u32) -> Result<()> {
     if ex.n_expert != r.n_expert || ex.rows != rows || ex.n_cols != cols || !cols.is_multiple_of(32)
@@ -229,14 +268,20 @@ pub fn gate_up(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let k = r.k;
-        out.push(Dispatch::one(
-            gpu,
-            &ex.name,
-            &pipeline_key,
-            &[&c.buffer, x, h, route, norm.map_or(dummy, |n| n.0), &pbuf],
-            When::Decode,
-            move |_| [n_ff.div_ceil(rows), k, 1],
-        )?);
+        let (bytes, cols, n_expert, n_exp) = (c.buffer.size(), ex.n_cols, r.n_expert, c.n_exp);
+        // x (and the norm weights), the routes.
+        let act = f32s(cols as u64 * (1 + norm.is_some() as u64) + 2 * k as u64);
+        out.push(
+            Dispatch::one(
+                gpu,
+                &ex.name,
+                &pipeline_key,
+                &[&c.buffer, x, h, route, norm.map_or(dummy, |n| n.0), &pbuf],
+                When::Decode,
+                move |_| [n_ff.div_ceil(rows), k, 1],
+            )?
+            .costs(move |s| expert_cost(bytes, 2 * n_ff, cols, n_expert, k, n_exp, s, act)),
+        );
     }
     Ok(out)
 }
@@ -288,14 +333,21 @@ pub fn down(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let n_rows = ex.rows;
-        out.push(Dispatch::one(
-            gpu,
-            &ex.name,
-            &pipeline_key,
-            &[&c.buffer, h, x, route, &pbuf],
-            When::Decode,
-            move |_| grid_2d(n_rows.div_ceil(rows)),
-        )?);
+        let (bytes, cols, n_expert, n_exp, k) =
+            (c.buffer.size(), ex.n_cols, r.n_expert, c.n_exp, r.k);
+        // h of every route, x it adds to, the routes.
+        let act = f32s(k as u64 * (cols as u64 + 2) + n_rows as u64);
+        out.push(
+            Dispatch::one(
+                gpu,
+                &ex.name,
+                &pipeline_key,
+                &[&c.buffer, h, x, route, &pbuf],
+                When::Decode,
+                move |_| grid_2d(n_rows.div_ceil(rows)),
+            )?
+            .costs(move |s| expert_cost(bytes, n_rows, cols, n_expert, k, n_exp, s, act)),
+        );
     }
     Ok(out)
 }
@@ -350,14 +402,23 @@ pub fn gate_up_batch(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let n_exp = c.n_exp;
-        out.push(Dispatch::one(
-            gpu,
-            format!("{} batch", ex.name),
-            &key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT),
-            &[&c.buffer, x, h, lists, &pbuf],
-            When::Batch,
-            move |_| [n_ff.div_ceil(32), n_exp, 1],
-        )?);
+        let (bytes, cols, n_expert, k) = (c.buffer.size(), ex.n_cols, r.n_expert, r.k);
+        out.push(
+            Dispatch::one(
+                gpu,
+                format!("{} batch", ex.name),
+                &key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT),
+                &[&c.buffer, x, h, lists, &pbuf],
+                When::Batch,
+                move |_| [n_ff.div_ceil(32), n_exp, 1],
+            )?
+            .costs(move |s| {
+                // Each token's x once, the token lists.
+                let n = s.n_tokens as u64;
+                let act = f32s(n * cols as u64 + n_expert as u64 + 1 + n * k as u64);
+                expert_cost(bytes, 2 * n_ff, cols, n_expert, k, n_exp, s, act)
+            }),
+        );
     }
     Ok(out)
 }
@@ -467,14 +528,23 @@ pub fn down_batch(
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let (n_rows, n_exp) = (ex.rows, c.n_exp);
-        out.push(Dispatch::one(
-            gpu,
-            format!("{} batch", ex.name),
-            &key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT),
-            &[&c.buffer, h, o, lists, route, &pbuf],
-            When::Batch,
-            move |_| [n_rows.div_ceil(64), n_exp, 1],
-        )?);
+        let (bytes, cols, n_expert, k) = (c.buffer.size(), ex.n_cols, r.n_expert, r.k);
+        out.push(
+            Dispatch::one(
+                gpu,
+                format!("{} batch", ex.name),
+                &key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT),
+                &[&c.buffer, h, o, lists, route, &pbuf],
+                When::Batch,
+                move |_| [n_rows.div_ceil(64), n_exp, 1],
+            )?
+            .costs(move |s| {
+                // h of every route, the token lists and routes.
+                let routes = s.n_tokens as u64 * k as u64;
+                let act = f32s(routes * (cols as u64 + 3) + n_expert as u64 + 1);
+                expert_cost(bytes, n_rows, cols, n_expert, k, n_exp, s, act)
+            }),
+        );
     }
     Ok(out)
 }
@@ -497,6 +567,10 @@ pub fn combine(
         When::Batch,
         move |s| grid_2d((s.n_tokens * n_embd).div_ceil(256)),
     )
+    .map(|d| {
+        let per_token = n_embd as u64 * (r.k as u64 + 1);
+        d.costs(move |s| Cost::reads(f32s(s.n_tokens as u64 * per_token)))
+    })
 }
 
 /// Scratch buffers of one MoE FFN for passes of up to `max_tokens` tokens (shareable by all

@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{key, Dispatch, Rows, When};
+use super::dispatch::{f32s, key, Cost, Dispatch, Rows, When};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::shape::reduce_variant;
@@ -77,4 +77,9 @@ pub fn rmsnorm(
         opts.when,
         move |s| [rows.count(s), 1, 1],
     )
+    .map(|d| {
+        // Each row (and the row it adds to), the weights.
+        let per_row = dim as u64 * (1 + opts.accumulate as u64);
+        d.costs(move |s| Cost::reads(f32s(rows.count(s) as u64 * per_row + dim as u64)))
+    })
 }

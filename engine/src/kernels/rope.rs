@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{key, Dispatch, When};
+use super::dispatch::{f32s, key, Cost, Dispatch, When};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
@@ -107,4 +107,9 @@ pub fn rope_store(
         When::Always,
         move |s| [slots, s.n_tokens, 1],
     )
+    .map(|d| {
+        // The q, k and v rows of each token.
+        let per_token = (slots * heads.head_dim) as u64;
+        d.costs(move |s| Cost::reads(f32s(s.n_tokens as u64 * per_token)))
+    })
 }

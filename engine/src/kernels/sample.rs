@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 
 #[cfg(test)]
 use super::dispatch::KernelBinds;
-use super::dispatch::{key, Dispatch, When};
+use super::dispatch::{f32s, key, Cost, Dispatch, When};
 use crate::gpu::{Binding, Gpu};
 use crate::Result;
 
@@ -111,7 +111,9 @@ pub fn sample(
                 &[logits, &history, &cand, &topk_params],
                 When::Always,
                 move |_| [groups, 1, 1],
-            )?,
+            )?
+            // The logits row.
+            .costs(move |_| Cost::reads(f32s(n_vocab as u64))),
             Dispatch::one(
                 gpu,
                 "sample",
@@ -119,7 +121,9 @@ pub fn sample(
                 &[&cand, tokens, &params],
                 When::Always,
                 |_| [1, 1, 1],
-            )?,
+            )?
+            // The candidates (value, id).
+            .costs(move |_| Cost::reads(f32s(2 * (groups * SAMPLE_K) as u64))),
         ],
         history,
         topk_params,

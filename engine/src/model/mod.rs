@@ -20,6 +20,7 @@ pub use config::MoeConfig;
 pub use config::{Arch, Config, SlidingWindow};
 pub use perplexity::{perplexity, Perplexity};
 pub use plan::SessionOptions;
+pub use profile::KernelTime;
 pub use session::Session;
 pub use source::{read_header, ChunkReader, FileOrderStream, SliceTensors, TensorBytes};
 pub use weights::{DenseFfn, Ffn, Layer, LoadProgress, MoeFfn, Weights};

@@ -1,16 +1,31 @@
-//! Per-kernel GPU time of one pass, from timestamp queries: the first thing to read before
-//! changing a kernel (shared/MEASURE.md).
+//! Per-kernel GPU time of one pass, from timestamp queries, with the bytes each kernel reads and
+//! the FLOPs it does (its [`Dispatch::cost`]): the first thing to read before changing a kernel
+//! (shared/MEASURE.md).
 
 use crate::kernels::{Dispatch, StepInfo, StepUniform};
 use crate::{Error, Result};
 
 use super::Session;
 
+/// One dispatch of a profiled pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelTime {
+    /// The dispatch's label (the weight's name for a matrix product).
+    pub label: String,
+    /// GPU time, from the timestamps around its compute pass.
+    pub ns: f64,
+    /// Bytes it reads from memory in this pass (weights, activations, KV cache; each once).
+    pub bytes: f64,
+    /// Its floating-point operations (0 where it is not a matrix product or attention).
+    pub flops: f64,
+}
+
 impl Session {
     /// Times each dispatch of one pass of `n_tokens` at the current position with GPU timestamps
     /// (one compute pass per dispatch, so the total exceeds a normal pass's time by the pass
-    /// overheads). Returns (label, nanoseconds) in dispatch order; the cache is left unchanged.
-    pub async fn profile(&mut self, n_tokens: u32) -> Result<Vec<(String, f64)>> {
+    /// overheads). Returns each dispatch's label, time, bytes read and FLOPs, in dispatch order;
+    /// the cache is left unchanged.
+    pub async fn profile(&mut self, n_tokens: u32) -> Result<Vec<KernelTime>> {
         self.discard_ahead();
         let gpu = self.model.gpu.clone();
         if !gpu.features.timestamps {
@@ -71,7 +86,13 @@ impl Session {
             .enumerate()
             .map(|(i, d)| {
                 let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * period;
-                (d.label.clone(), ns)
+                let cost = (d.cost)(&s);
+                KernelTime {
+                    label: d.label.clone(),
+                    ns,
+                    bytes: cost.bytes,
+                    flops: cost.flops,
+                }
             })
             .collect())
     }

@@ -131,11 +131,13 @@ pub fn matvec_shapes(gpu: &Gpu, rows: &[u32]) -> Vec<super::MatvecShape> {
 
 mod attention;
 mod bindings;
+mod cost;
 mod embed;
 mod mat;
 mod moe;
 mod sample;
 mod shape;
+mod stream;
 
 use super::{Dispatch, StepInfo, StepUniform};
 
