@@ -1,4 +1,5 @@
 use super::*;
+#[cfg(not(target_arch = "wasm32"))]
 use std::path::PathBuf;
 
 // ---------------------------------------------------------------------------------------------
@@ -707,11 +708,13 @@ fn gguf_bad_alignment() {
 // ---------------------------------------------------------------------------------------------
 // Files written by others.
 
+#[cfg(not(target_arch = "wasm32"))]
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")
 }
 
 /// Compares a parsed value with tiny.json's `{"type": .., "value": ..}`.
+#[cfg(not(target_arch = "wasm32"))]
 fn check_json_value(key: &str, v: &Value, j: &serde_json::Value) {
     let ty = j["type"].as_str().unwrap();
     assert_eq!(v.type_name(), ty, "type of {key}");
@@ -734,6 +737,7 @@ fn check_json_value(key: &str, v: &Value, j: &serde_json::Value) {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
@@ -798,6 +802,7 @@ fn gguf_mmap_missing_and_empty_files() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn expect_truncated_src(src: &dyn ByteSource) {
     assert!(matches!(Gguf::parse(src), Err(Error::Truncated { .. })));
 }
