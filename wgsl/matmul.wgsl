@@ -63,7 +63,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let xo0 = (tok0 + xt) * cols4 + xc;
     let xo1 = xo0 + 32u * cols4;
 
-    var acc = Block4(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    var acc0 = vec4<f32>(0.0);  // token 4 tt + 0, rows 4 tr .. 4 tr + 3
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
 
     // Registers holding the next k step's tiles.
     var wv0 = vec4<f32>(0.0);
@@ -106,16 +109,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             }
         }
 
-        acc = tile_mul(acc, tr, tt);
+        for (var kk = 0u; kk < TK; kk++) {
+            let a = ws[slot(kk, tr)];
+            let b = xs[slot(kk, tt)];
+            acc0 = fma(a, vec4<f32>(b.x), acc0);
+            acc1 = fma(a, vec4<f32>(b.y), acc1);
+            acc2 = fma(a, vec4<f32>(b.z), acc2);
+            acc3 = fma(a, vec4<f32>(b.w), acc3);
+        }
         workgroupBarrier();
     }
 
     let r0 = row0 + tr * 4u;
     let t0 = tok0 + tt * 4u;
-    store4(t0, r0, acc.c0, n_tok);
-    store4(t0 + 1u, r0, acc.c1, n_tok);
-    store4(t0 + 2u, r0, acc.c2, n_tok);
-    store4(t0 + 3u, r0, acc.c3, n_tok);
+    store4(t0, r0, acc0, n_tok);
+    store4(t0 + 1u, r0, acc1, n_tok);
+    store4(t0 + 2u, r0, acc2, n_tok);
+    store4(t0 + 3u, r0, acc3, n_tok);
 }
 
 // Writes rows r0 .. r0 + 3 of token t (those inside the matrix and the pass), with the bias

@@ -84,7 +84,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             xo1 = lists[head + first + t0 + xt + 32u] / p.k * cols4 + xc;
         }
         let live = t0 + tt * 4u < count;
-        var acc = Block4(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+        var acc0 = vec4<f32>(0.0);
+        var acc1 = vec4<f32>(0.0);
+        var acc2 = vec4<f32>(0.0);
+        var acc3 = vec4<f32>(0.0);
         var wv0 = vec4<f32>(0.0);
         var wv1 = vec4<f32>(0.0);
         var xv0 = vec4<f32>(0.0);
@@ -121,16 +124,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                 }
             }
             if (live) {
-                acc = tile_mul(acc, tr, tt);
+                for (var kk = 0u; kk < TK; kk++) {
+                    let a = ws[slot(kk, tr)];
+                    let b = xs[slot(kk, tt)];
+                    acc0 = fma(a, vec4<f32>(b.x), acc0);
+                    acc1 = fma(a, vec4<f32>(b.y), acc1);
+                    acc2 = fma(a, vec4<f32>(b.z), acc2);
+                    acc3 = fma(a, vec4<f32>(b.w), acc3);
+                }
             }
             workgroupBarrier();
         }
         let j0 = t0 + tt * 4u;
         let r0 = row0 + tr * 2u;
-        store2(j0, r0, acc.c0, count, first, head);
-        store2(j0 + 1u, r0, acc.c1, count, first, head);
-        store2(j0 + 2u, r0, acc.c2, count, first, head);
-        store2(j0 + 3u, r0, acc.c3, count, first, head);
+        store2(j0, r0, acc0, count, first, head);
+        store2(j0 + 1u, r0, acc1, count, first, head);
+        store2(j0 + 2u, r0, acc2, count, first, head);
+        store2(j0 + 3u, r0, acc3, count, first, head);
     }
 }
 
