@@ -2,7 +2,9 @@
 // moe_down_batch.wgsl): each k step of 32 columns stages 64 weight rows in `ws` and 64 tokens'
 // activations in `xs`, both k-major as vec4s of 4 rows (tokens) a column: 512 vec4 (8 KiB)
 // each, 16 KiB together. A thread then multiplies one vec4 of each per column into a 4x4 block
-// of vec4 registers (the includer's inner loop: 2 loads, 16 FMAs).
+// of vec4 registers (the includer's inner loop: 2 loads, 16 FMAs). Each includer writes that loop
+// out itself: as a shared function returning the block as a struct, prefill measured slower on
+// an H200 (bench/RESULTS.md, sixth session).
 // Slot swizzle: the vec4 of group g (rows or tokens 4g..4g+3) at column kk sits at
 // kk * 16 + (g ^ (kk / 4)), so the scalar stores of the staging fall in distinct banks (a
 // warp's 8 rows x 4 units, or 4 tokens x 8 column quads) while the inner loop's loads stay a
