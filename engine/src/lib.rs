@@ -5,6 +5,7 @@
 //! `model` plans memory and records the forward pass, `tokenizer` turns text into tokens and
 //! back, `sampling` picks tokens, `generate` runs the decode loop; `platform` holds what differs between native and web.
 
+pub mod bench;
 pub mod error;
 pub mod generate;
 pub mod gguf;

@@ -1,0 +1,250 @@
+//! The benchmark protocol that `tandem bench` and the npm package's `engine.bench` share:
+//! prefill and decode speed as medians over distinct prompts, each a fresh request (empty KV
+//! cache), per MEASURE.md; optionally the per-kernel split of one pass, each kernel group's bytes
+//! read, GB/s and FLOP/s against the streaming-read bandwidth measured here. Platform-neutral:
+//! every GPU wait is awaited, the clock is [`now_seconds`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernels::stream::stream_bytes;
+use crate::kernels::stream_read_bandwidth;
+use crate::model::Session;
+use crate::platform::now_seconds;
+use crate::sampling::Sampler;
+use crate::{Error, Result};
+
+/// What to measure.
+#[derive(Clone, Debug, Deserialize)]
+pub struct BenchOptions {
+    /// Distinct prompts (each run from an empty cache).
+    pub prompts: usize,
+    /// Tokens per prompt.
+    pub prompt_tokens: usize,
+    /// Tokens generated per prompt (the first comes from the prefill, so decode is timed over the rest).
+    pub gen_tokens: usize,
+    /// Also time every kernel of one pass with GPU timestamps.
+    pub profile: bool,
+    /// Tokens of the profiled pass: 1 is a decode step, more a prompt chunk.
+    pub profile_tokens: u32,
+}
+
+impl BenchOptions {
+    /// KV-cache positions the run needs.
+    pub fn context_needed(&self) -> u32 {
+        (self.prompt_tokens + self.gen_tokens) as u32 + self.profile_tokens
+    }
+}
+
+/// Median, min and max of per-prompt speeds, in tokens per second.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Spread {
+    pub max: f64,
+    pub median: f64,
+    pub min: f64,
+}
+
+impl Spread {
+    fn of(mut v: Vec<f64>) -> Spread {
+        v.sort_by(|a, b| a.total_cmp(b));
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            max: v[n - 1],
+            median,
+            min: v[0],
+        }
+    }
+}
+
+/// One kernel group of the profile: the dispatches whose labels differ only in the layer.
+/// (Fields in key order: the JSON's keys come out sorted, as `tandem bench --json` always printed.)
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct KernelGroup {
+    /// Bytes read (each byte once).
+    pub bytes: f64,
+    pub dispatches: usize,
+    /// Floating-point operations (0 where none are matrix products or attention).
+    pub flops: f64,
+    pub gigabytes_per_second: f64,
+    /// GPU time.
+    pub microseconds: f64,
+    /// Of the streaming-read ceiling, where there is one.
+    pub percent_of_ceiling: Option<f64>,
+    pub percent_of_pass: f64,
+    /// `None` where the group does no matrix arithmetic.
+    pub teraflops_per_second: Option<f64>,
+}
+
+impl KernelGroup {
+    fn finish(&mut self, pass_us: f64, ceiling: Option<f64>) {
+        self.gigabytes_per_second = if self.microseconds > 0.0 {
+            self.bytes / self.microseconds / 1e3
+        } else {
+            0.0
+        };
+        self.teraflops_per_second = (self.flops > 0.0 && self.microseconds > 0.0)
+            .then(|| self.flops / self.microseconds / 1e6);
+        self.percent_of_ceiling = ceiling.map(|c| 100.0 * self.gigabytes_per_second * 1e9 / c);
+        self.percent_of_pass = if pass_us > 0.0 {
+            100.0 * self.microseconds / pass_us
+        } else {
+            0.0
+        };
+    }
+}
+
+/// The streaming-read bandwidth the profile's GB/s are set against.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// The buffer `stream_read.wgsl` reads.
+    pub buffer_bytes: u64,
+    /// Best of 6; `None` where the adapter has no timestamp queries.
+    pub bytes_per_second: Option<f64>,
+    pub kernel: String,
+}
+
+/// The result: exactly the object `tandem bench --json` prints (keys in this order).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchResult {
+    /// The adapter, as `Gpu::describe` puts it.
+    pub adapter: String,
+    pub decode_tokens_per_second: Spread,
+    pub dispatches_per_token: usize,
+    pub gen_tokens: usize,
+    /// Kernel groups of the profiled pass (empty without the profile).
+    pub kernels: BTreeMap<String, KernelGroup>,
+    pub prefill_tokens_per_second: Spread,
+    pub profile_tokens: u32,
+    pub prompt_tokens: usize,
+    pub prompts: usize,
+    /// Present with the profile.
+    pub streaming_read_ceiling: Option<Ceiling>,
+}
+
+impl BenchResult {
+    /// All kernel groups together (the profile table's total row).
+    pub fn kernel_total(&self) -> KernelGroup {
+        let mut all = KernelGroup::default();
+        for g in self.kernels.values() {
+            all.dispatches += g.dispatches;
+            all.microseconds += g.microseconds;
+            all.bytes += g.bytes;
+            all.flops += g.flops;
+        }
+        let ceiling = self
+            .streaming_read_ceiling
+            .as_ref()
+            .and_then(|c| c.bytes_per_second);
+        let us = all.microseconds;
+        all.finish(us, ceiling);
+        all.percent_of_pass = 100.0;
+        all
+    }
+}
+
+/// A deterministic pseudo-random prompt: distinct per index, ids drawn from the vocabulary.
+pub fn prompt(index: usize, len: usize, n_vocab: u32) -> Vec<u32> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ (index as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n_vocab as u64) as u32
+        })
+        .collect()
+}
+
+/// Runs the protocol on `s` (whose context must hold [`BenchOptions::context_needed`]
+/// positions): one warm-up request, then each prompt from an empty cache, `on_prompt(index,
+/// prefill tok/s, decode tok/s)` after each; then, with `profile`, the streaming-read ceiling and
+/// one timed pass at the end of the last prompt's context. The cache is left in use.
+pub async fn run(
+    s: &mut Session,
+    opts: &BenchOptions,
+    mut on_prompt: impl FnMut(usize, f64, f64),
+) -> Result<BenchResult> {
+    if opts.prompts == 0 || opts.prompt_tokens == 0 || opts.gen_tokens == 0 {
+        return Err(Error::InvalidArgument(
+            "bench needs at least 1 prompt, 1 prompt token and 1 generated token".into(),
+        ));
+    }
+    if opts.profile_tokens == 0 {
+        return Err(Error::InvalidArgument(
+            "bench: profile tokens must be at least 1".into(),
+        ));
+    }
+    let n_vocab = s.model.config.n_vocab;
+    // Warm up: compile every pipeline and touch every buffer once.
+    s.truncate(0);
+    s.prefill(
+        &prompt(usize::MAX, opts.prompt_tokens.max(2), n_vocab),
+        &mut Sampler::greedy(),
+    )
+    .await?;
+    s.decode(&mut Sampler::greedy()).await?;
+    let (mut prefill, mut decode) = (Vec::new(), Vec::new());
+    for i in 0..opts.prompts {
+        s.truncate(0);
+        let p = prompt(i, opts.prompt_tokens, n_vocab);
+        let t0 = now_seconds();
+        s.prefill(&p, &mut Sampler::greedy()).await?;
+        let t1 = now_seconds();
+        for _ in 1..opts.gen_tokens {
+            s.decode(&mut Sampler::greedy()).await?;
+        }
+        let t2 = now_seconds();
+        prefill.push(opts.prompt_tokens as f64 / (t1 - t0));
+        decode.push((opts.gen_tokens - 1) as f64 / (t2 - t1));
+        on_prompt(i, prefill[i], decode[i]);
+    }
+    let mut kernels: BTreeMap<String, KernelGroup> = BTreeMap::new();
+    let mut streaming_read_ceiling = None;
+    if opts.profile {
+        // The adapter's streaming-read bandwidth, measured here, for every kernel's GB/s.
+        let ceiling = stream_read_bandwidth(&s.model.gpu).await?;
+        // One pass at the end of the last prompt's context.
+        let prof = s.profile(opts.profile_tokens).await?;
+        let mut pass_us = 0.0;
+        for k in prof {
+            // Group per-layer tensors: blk.7.ffn_up.weight -> ffn_up.weight.
+            let key: Vec<&str> = k
+                .label
+                .split('.')
+                .filter(|p| *p != "blk" && p.parse::<u32>().is_err())
+                .collect();
+            let e = kernels.entry(key.join(".")).or_default();
+            e.microseconds += k.ns / 1e3;
+            e.dispatches += 1;
+            e.bytes += k.bytes;
+            e.flops += k.flops;
+            pass_us += k.ns / 1e3;
+        }
+        for g in kernels.values_mut() {
+            g.finish(pass_us, ceiling);
+        }
+        streaming_read_ceiling = Some(Ceiling {
+            buffer_bytes: stream_bytes(&s.model.gpu),
+            bytes_per_second: ceiling,
+            kernel: "stream_read".into(),
+        });
+    }
+    Ok(BenchResult {
+        adapter: s.model.gpu.describe(),
+        decode_tokens_per_second: Spread::of(decode),
+        dispatches_per_token: s.dispatches_per_token(),
+        gen_tokens: opts.gen_tokens,
+        kernels,
+        prefill_tokens_per_second: Spread::of(prefill),
+        profile_tokens: opts.profile_tokens,
+        prompt_tokens: opts.prompt_tokens,
+        prompts: opts.prompts,
+        streaming_read_ceiling,
+    })
+}
