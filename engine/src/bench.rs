@@ -123,7 +123,8 @@ pub struct BenchResult {
     pub profile_tokens: u32,
     pub prompt_tokens: usize,
     pub prompts: usize,
-    /// Present with the profile.
+    /// Present with the profile (its `bytes_per_second` `None`, and `kernels` empty, where the
+    /// adapter has no timestamp queries).
     pub streaming_read_ceiling: Option<Ceiling>,
 }
 
@@ -162,7 +163,7 @@ pub fn prompt(index: usize, len: usize, n_vocab: u32) -> Vec<u32> {
 }
 
 /// Runs the protocol on `s` (whose context must hold [`BenchOptions::context_needed`]
-/// positions): one warm-up request, then each prompt from an empty cache, `on_prompt(index,
+/// positions; a prompt that does not fit is a context-overflow error): one warm-up request, then each prompt from an empty cache, `on_prompt(index,
 /// prefill tok/s, decode tok/s)` after each; then, with `profile`, the streaming-read ceiling and
 /// one timed pass at the end of the last prompt's context. The cache is left in use.
 pub async fn run(
@@ -209,8 +210,13 @@ pub async fn run(
     if opts.profile {
         // The adapter's streaming-read bandwidth, measured here, for every kernel's GB/s.
         let ceiling = stream_read_bandwidth(&s.model.gpu).await?;
-        // One pass at the end of the last prompt's context.
-        let prof = s.profile(opts.profile_tokens).await?;
+        // One pass at the end of the last prompt's context, where the adapter has timestamps
+        // (without them the ceiling is `None` and `kernels` stays empty).
+        let prof = if s.model.gpu.features.timestamps {
+            s.profile(opts.profile_tokens).await?
+        } else {
+            Vec::new()
+        };
         let mut pass_us = 0.0;
         for k in prof {
             // Group per-layer tensors: blk.7.ffn_up.weight -> ffn_up.weight.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize};
+use tandem_engine::bench::BenchOptions;
 use tandem_engine::generate::{generate_until, GenerateOptions, StopReason};
 use tandem_engine::gpu::{Gpu, GpuOptions};
 use tandem_engine::model::{
@@ -113,6 +114,28 @@ struct LoadOptions {
     name: String,
     /// KV-cache positions (default: the model's training context, at most 2048).
     context: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+struct BenchRequest {
+    prompts: usize,
+    prompt_tokens: usize,
+    gen_tokens: usize,
+    profile: bool,
+    profile_tokens: u32,
+}
+
+impl Default for BenchRequest {
+    fn default() -> Self {
+        BenchRequest {
+            prompts: 20,
+            prompt_tokens: 512,
+            gen_tokens: 128,
+            profile: false,
+            profile_tokens: 1,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -384,6 +407,44 @@ impl Engine {
                 decode_tokens_per_second: out.decode_tokens_per_second(),
                 text: out.text,
             }))
+        })
+    }
+
+    /// `tandem bench`'s protocol on the loaded model ([`tandem_engine::bench`]): `options`
+    /// `{ prompts?, promptTokens?, genTokens?, profile?, profileTokens? }` (defaults 20, 512,
+    /// 128, false, 1, as the CLI's); resolves to the object `tandem bench --json` prints.
+    /// The model's context must hold `promptTokens + genTokens + profileTokens` positions.
+    pub fn bench(&self, options: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let o: BenchRequest = if options.is_undefined() || options.is_null() {
+                BenchRequest::default()
+            } else {
+                from_js(&options, "bench options")?
+            };
+            let opts = BenchOptions {
+                prompts: o.prompts,
+                prompt_tokens: o.prompt_tokens,
+                gen_tokens: o.gen_tokens,
+                profile: o.profile,
+                profile_tokens: o.profile_tokens,
+            };
+            let mut i = inner.try_borrow_mut().map_err(|_| {
+                js_error(
+                    ErrorCode::Busy,
+                    "the engine is busy (one request at a time)",
+                )
+            })?;
+            let m = i
+                .model
+                .as_mut()
+                .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
+            let r = tandem_engine::bench::run(&mut m.session, &opts, |_, _, _| {})
+                .await
+                .map_err(engine_error)?;
+            // The cache holds the bench's tokens, not a conversation: the next chat starts empty.
+            m.session.truncate(0);
+            Ok(to_js(&r))
         })
     }
 

@@ -1,5 +1,6 @@
 // The npm package's public API in Node, on Dawn's WebGPU (npm `webgpu`, SwiftShader here): load the
-// default model over HTTP, one streamed completion, one non-streamed, and the error cases.
+// default model over HTTP, one streamed completion, one non-streamed, `engine.bench` on the tiny
+// fixture, and the error cases.
 // Run after `npm --prefix web run build`: node web/tests/node-api.mjs
 import assert from "node:assert/strict";
 import { dirname, resolve } from "node:path";
@@ -70,6 +71,53 @@ if (process.env.TANDEM_LONG) await step("a completion with a stop string", async
   assert.equal(r.choices[0].finish_reason, "stop");
   assert.ok(!r.choices[0].message.content.includes("Paris"));
   assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+});
+
+await step("engine.bench returns tandem bench's JSON (tiny-llama fixture)", async () => {
+  await engine.load(`${url}/tests/fixtures/tiny-llama.gguf`);
+  const r = await engine.bench({ prompts: 2, promptTokens: 4, genTokens: 3, profile: true });
+  // The keys `tandem bench --json` prints (native/src/bench.rs, engine/src/bench.rs).
+  assert.deepEqual(Object.keys(r).sort(), [
+    "adapter", "decode_tokens_per_second", "dispatches_per_token", "gen_tokens", "kernels",
+    "prefill_tokens_per_second", "profile_tokens", "prompt_tokens", "prompts", "streaming_read_ceiling",
+  ]);
+  assert.deepEqual([r.prompts, r.prompt_tokens, r.gen_tokens, r.profile_tokens], [2, 4, 3, 1]);
+  assert.ok(typeof r.adapter === "string" && r.adapter.length > 0);
+  const positive = (x, what) => assert.ok(Number.isFinite(x) && x > 0, `${what}: ${x}`);
+  for (const k of ["prefill_tokens_per_second", "decode_tokens_per_second"]) {
+    assert.deepEqual(Object.keys(r[k]).sort(), ["max", "median", "min"]);
+    for (const v of ["max", "median", "min"]) positive(r[k][v], `${k}.${v}`);
+    assert.ok(r[k].min <= r[k].median && r[k].median <= r[k].max);
+  }
+  assert.ok(Number.isInteger(r.dispatches_per_token) && r.dispatches_per_token > 0);
+  const c = r.streaming_read_ceiling;
+  assert.deepEqual(Object.keys(c).sort(), ["buffer_bytes", "bytes_per_second", "kernel"]);
+  assert.equal(c.kernel, "stream_read");
+  positive(c.buffer_bytes, "buffer_bytes");
+  let detail;
+  if (engine.adapter.features.timestamps) {
+    positive(c.bytes_per_second, "bytes_per_second");
+    const groups = Object.entries(r.kernels);
+    assert.ok(groups.length > 0, "no kernel groups");
+    for (const [name, g] of groups) {
+      assert.deepEqual(Object.keys(g).sort(), [
+        "bytes", "dispatches", "flops", "gigabytes_per_second", "microseconds", "percent_of_ceiling",
+        "percent_of_pass", "teraflops_per_second",
+      ], name);
+      positive(g.dispatches, `${name}.dispatches`);
+      assert.ok(Number.isFinite(g.microseconds) && g.microseconds >= 0, `${name}.microseconds`);
+    }
+    const n = groups.reduce((a, [, g]) => a + g.dispatches, 0);
+    assert.equal(n, r.dispatches_per_token);
+    const pass = groups.reduce((a, [, g]) => a + g.percent_of_pass, 0);
+    assert.ok(Math.abs(pass - 100) < 1e-6, `percent_of_pass sums to ${pass}`);
+    detail = `${groups.length} kernel groups`;
+  } else {
+    assert.equal(c.bytes_per_second, null);
+    assert.deepEqual(r.kernels, {});
+    detail = "profile skipped: the adapter has no timestamp queries";
+  }
+  console.log(`     prefill ${r.prefill_tokens_per_second.median.toFixed(1)} tok/s, decode ${r.decode_tokens_per_second.median.toFixed(1)} tok/s, ${r.dispatches_per_token} dispatches per token; ${detail}`);
 });
 
 await step("a bad GGUF is a TandemError with code bad_gguf", async () => {

@@ -8,6 +8,8 @@ import type { Reply, Request } from "./protocol.js";
 import type { ChatOptions, ChatResult } from "./contract.js";
 import type {
   AdapterInfo,
+  BenchOptions,
+  BenchResult,
   ChatCompletion,
   ChatCompletionChunk,
   ChatCompletionRequest,
@@ -155,6 +157,23 @@ export class Engine {
     );
     this.model = info;
     return info;
+  }
+
+  /**
+   * Runs `tandem bench`'s protocol on the loaded model: prefill and decode medians over distinct
+   * prompts, each from an empty cache, dispatches per token, and with `profile` the GPU time of
+   * every kernel (where the adapter has timestamp queries). Resolves to the object
+   * `tandem bench --json` prints. The context must hold promptTokens + genTokens + profileTokens.
+   */
+  async bench(options: BenchOptions = {}): Promise<BenchResult> {
+    if (!this.model) throw new TandemError("no_model", "no model is loaded");
+    if (this.busy) throw new TandemError("busy", "one request at a time: wait for the running one or abort it");
+    this.busy = true;
+    try {
+      return await call<BenchResult>(this.transport, { type: "bench", options });
+    } finally {
+      this.busy = false;
+    }
   }
 
   /** Stops the running generation (its stream ends with finish_reason "abort"). */

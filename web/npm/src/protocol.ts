@@ -1,11 +1,12 @@
 /** Messages between the package's front (index.ts) and the engine's side (runtime.ts). */
 import type { ChatOptions } from "./contract.js";
-import type { ChatMessage, ErrorCode } from "./types.js";
+import type { BenchOptions, ChatMessage, ErrorCode } from "./types.js";
 
 export type Request =
   | { id: number; type: "init"; portable?: boolean; wasm?: unknown }
   | { id: number; type: "load"; model: string | Blob; cache?: boolean; context?: number }
   | { id: number; type: "chat"; messages: ChatMessage[]; options: ChatOptions }
+  | { id: number; type: "bench"; options: BenchOptions }
   | { id: number; type: "stop" }
   | { id: number; type: "unload" };
 

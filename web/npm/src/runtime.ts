@@ -187,6 +187,11 @@ export async function handle(req: Request, post: Post): Promise<void> {
         post({ id, type: "result", value });
         return;
       }
+      case "bench": {
+        const value = await need().bench(req.options);
+        post({ id, type: "result", value });
+        return;
+      }
       case "stop":
         engine?.stop();
         post({ id, type: "result", value: null });

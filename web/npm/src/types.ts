@@ -140,3 +140,55 @@ export interface EngineOptions {
   /** Where the engine's .wasm is (default: next to this module); bytes are accepted too. */
   wasm?: string | URL | BufferSource;
 }
+
+/** What `engine.bench` measures (`tandem bench`'s options). */
+export interface BenchOptions {
+  /** Distinct prompts, each run from an empty cache (default 20). */
+  prompts?: number;
+  /** Tokens per prompt (default 512). */
+  promptTokens?: number;
+  /** Tokens generated per prompt; decode is timed over all but the first (default 128). */
+  genTokens?: number;
+  /** Also time every kernel of one pass with GPU timestamps, where the adapter has them (default false). */
+  profile?: boolean;
+  /** Tokens of the profiled pass: 1 is a decode step, more a prompt chunk (default 1). */
+  profileTokens?: number;
+}
+
+/** Median, min and max over the prompts, in tokens per second. */
+export interface BenchSpread {
+  median: number;
+  min: number;
+  max: number;
+}
+
+/** One kernel group of the profiled pass: the dispatches whose labels differ only in the layer. */
+export interface BenchKernel {
+  microseconds: number;
+  dispatches: number;
+  percent_of_pass: number;
+  /** Bytes read (each byte once). */
+  bytes: number;
+  gigabytes_per_second: number;
+  /** Of the streaming-read ceiling; null without one. */
+  percent_of_ceiling: number | null;
+  flops: number;
+  /** null where the group does no matrix arithmetic. */
+  teraflops_per_second: number | null;
+}
+
+/** `engine.bench`'s result: the object `tandem bench --json` prints, key for key. */
+export interface BenchResult {
+  adapter: string;
+  prompts: number;
+  prompt_tokens: number;
+  gen_tokens: number;
+  profile_tokens: number;
+  prefill_tokens_per_second: BenchSpread;
+  decode_tokens_per_second: BenchSpread;
+  dispatches_per_token: number;
+  /** With `profile` (bytes_per_second null where the adapter has no timestamp queries); else null. */
+  streaming_read_ceiling: { bytes_per_second: number | null; buffer_bytes: number; kernel: "stream_read" } | null;
+  /** Per kernel group; empty without `profile` or without timestamp queries. */
+  kernels: Record<string, BenchKernel>;
+}
