@@ -84,6 +84,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
                 "streaming-read ceiling: not measured (the adapter has no timestamp queries)"
             ),
         }
+        if r.kernels.is_empty() {
+            return Ok(());
+        }
         println!(
             "one pass of {} token(s), GPU time per kernel group (one compute pass each); \
              bytes read count each byte once; TFLOP/s for matrix products and attention:",

@@ -288,3 +288,97 @@ fn chat_keeps_the_conversation() {
         "{text}"
     );
 }
+
+#[test]
+fn bench_json_keeps_its_keys() {
+    // The object `tandem bench --json` prints and the npm package's `engine.bench` returns (one
+    // implementation, engine/src/bench.rs); web/tests/node-api.mjs checks the same keys.
+    let model = fixture("tiny-llama.gguf");
+    let m = model.to_str().unwrap();
+    let out = tandem(&[
+        "bench",
+        "-q",
+        "-m",
+        m,
+        "--prompts",
+        "2",
+        "-p",
+        "4",
+        "-n",
+        "3",
+        "--profile",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "adapter",
+            "decode_tokens_per_second",
+            "dispatches_per_token",
+            "gen_tokens",
+            "kernels",
+            "prefill_tokens_per_second",
+            "profile_tokens",
+            "prompt_tokens",
+            "prompts",
+            "streaming_read_ceiling",
+        ]
+    );
+    for k in ["prefill_tokens_per_second", "decode_tokens_per_second"] {
+        for s in ["median", "min", "max"] {
+            let x = v[k][s].as_f64().unwrap();
+            assert!(x.is_finite() && x > 0.0, "{k}.{s} = {x}");
+        }
+    }
+    assert_eq!(v["prompts"], 2);
+    assert_eq!(v["streaming_read_ceiling"]["kernel"], "stream_read");
+    let kernels = v["kernels"].as_object().unwrap();
+    if v["streaming_read_ceiling"]["bytes_per_second"].is_null() {
+        assert!(kernels.is_empty());
+    } else {
+        let n: u64 = kernels
+            .values()
+            .map(|g| g["dispatches"].as_u64().unwrap())
+            .sum();
+        assert_eq!(n, v["dispatches_per_token"].as_u64().unwrap());
+        let g = kernels.values().next().unwrap().as_object().unwrap();
+        let gk: Vec<&str> = g.keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            gk,
+            [
+                "bytes",
+                "dispatches",
+                "flops",
+                "gigabytes_per_second",
+                "microseconds",
+                "percent_of_ceiling",
+                "percent_of_pass",
+                "teraflops_per_second",
+            ]
+        );
+    }
+    // Without --profile: no ceiling, no kernels.
+    let out = tandem(&[
+        "bench",
+        "-q",
+        "-m",
+        m,
+        "--prompts",
+        "1",
+        "-p",
+        "4",
+        "-n",
+        "2",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["streaming_read_ceiling"].is_null());
+    assert!(v["kernels"].as_object().unwrap().is_empty());
+}
