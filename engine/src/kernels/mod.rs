@@ -60,6 +60,7 @@ pub(crate) const BINDS: &[&[KernelBinds]] = &[
     attention::BINDS,
     argmax::BINDS,
     sample::BINDS,
+    moe::ROUTING_BINDS,
     moe::BINDS,
     stream::BINDS,
 ];
