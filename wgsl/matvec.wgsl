@@ -1,5 +1,5 @@
 // tandem:include common/bits.wgsl
-// tandem:include common/step.wgsl
+// tandem:include common/mat_io.wgsl
 // tandem:include common/rms_fold.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/unit_dot.wgsl
@@ -19,23 +19,6 @@
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
 
-struct Params {
-    n_rows: u32,    // rows of this weight chunk
-    n_cols: u32,    // row length, a multiple of 8
-    y_stride: u32,  // floats between output rows of consecutive tokens
-    y_offset: u32,  // first output column (the chunk's first row)
-    flags: u32,     // bit 0: add bias; bit 1: accumulate into y; bit 2: RMSNorm prologue
-    rows_mode: u32, // 0: all tokens, 1: the output rows (see common/step.wgsl)
-    eps: f32,       // RMSNorm epsilon (prologue)
-    _pad0: u32,
-}
-
-@group(0) @binding(0) var<storage, read> w: array<u32>;         // [n_rows, n_cols / QK] blocks
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // [n_tokens, n_cols]
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;   // [n_tokens, y_stride]
-@group(0) @binding(3) var<storage, read> bias: array<f32>;      // [y_offset + n_rows] or unused
-@group(0) @binding(4) var<uniform> p: Params;
-@group(0) @binding(5) var<uniform> step: Step;
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
 
 @compute @workgroup_size(WG)

@@ -1,5 +1,5 @@
 // tandem:include common/bits.wgsl
-// tandem:include common/step.wgsl
+// tandem:include common/mat_io.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/unit16.wgsl
 // tandem:per-qtype
@@ -21,23 +21,6 @@ override ROWS: u32 = 4u;  // a power of two; the matvec's shape (kernels::Matvec
 
 const BATCH: u32 = 8u;  // tokens a workgroup (kernels::mat: MATVEC_BATCH_GROUP)
 
-struct Params {
-    n_rows: u32,
-    n_cols: u32,    // a multiple of 32
-    y_stride: u32,
-    y_offset: u32,
-    flags: u32,     // bit 0: add bias; bit 1: accumulate into y (bit 2: matvec's norm prologue)
-    rows_mode: u32, // 0: all tokens, 1: the output rows
-    eps: f32,
-    _pad0: u32,
-}
-
-@group(0) @binding(0) var<storage, read> w: array<u32>;         // [n_rows, n_cols / QK] blocks
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;   // [n_tokens, n_cols]
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;   // [n_tokens, y_stride]
-@group(0) @binding(3) var<storage, read> bias: array<f32>;      // [y_offset + n_rows] or unused
-@group(0) @binding(4) var<uniform> p: Params;
-@group(0) @binding(5) var<uniform> step: Step;
 
 // The dot product of the unit of 16 weights v with the columns xi of the token row at vec4 o.
 fn xdot(v: mat4x4<f32>, xi: vec4<u32>, o: u32) -> f32 {

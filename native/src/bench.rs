@@ -23,8 +23,8 @@ pub struct BenchArgs {
     /// Tokens generated per prompt
     #[arg(short = 'n', long, default_value_t = 128)]
     pub gen_tokens: usize,
-    /// Also time every kernel of one decode step with GPU timestamps, with the bytes each reads,
-    /// its GB/s and FLOP/s, against the streaming-read bandwidth measured first
+    /// Also time every kernel of one pass (`--profile-tokens`) with GPU timestamps, with the
+    /// bytes each reads, its GB/s and FLOP/s, against the streaming-read bandwidth measured first
     #[arg(long)]
     pub profile: bool,
     /// Tokens of the pass `--profile` times: 1 is a decode step, more a prompt chunk (at most
