@@ -1,17 +1,18 @@
 // tandem:include common/wg_argmax.wgsl
 //
-// Greedy sampling, stage 1 of 2: each workgroup's argmax over its slice of logits[row, :].
-// The row is cut into slices of SLICE logits, one workgroup each (one workgroup over the whole row
+// Greedy sampling, stage 1 of 2: each workgroup's argmax over its slice of one row of logits,
+// for each of the pass's n_out rows (one for a decode step, n + 1 for a speculative verification).
+// A row is cut into slices of SLICE logits, one workgroup each (one workgroup over the whole row
 // cannot pull memory fast enough; bench/RESULTS.md), and argmax_combine.wgsl reduces the slices'
 // winners.
-// Workgroup g, 256 threads: thread lid reads g * SLICE + lid + 256 k (coalesced; the index is
+// Workgroup (g, r), 256 threads: thread lid reads row r at g * SLICE + lid + 256 k (coalesced; the index is
 // clamped so every load is unconditional and all of them can be in flight at once), keeps its
 // best, and a tree reduction picks the workgroup's. NaN never wins (comparisons with it are
 // false); a slice with nothing above -3e38 writes id 0xffffffff. The lowest id wins ties.
 
 struct Params {
     n_vocab: u32,
-    row: u32,
+    n_groups: u32,  // slices a row is cut into
     _pad0: u32,
     _pad1: u32,
 }
@@ -19,13 +20,13 @@ struct Params {
 override SLICE: u32 = 1024u;  // logits per workgroup, a multiple of 256 (kernels::ARGMAX_SLICE)
 const NEG: f32 = -3.0e38;
 
-@group(0) @binding(0) var<storage, read> logits: array<f32>;               // [rows, n_vocab]
-@group(0) @binding(1) var<storage, read_write> partial: array<vec2<u32>>;  // [ceil(n_vocab / SLICE)] (f32 bits, id)
+@group(0) @binding(0) var<storage, read> logits: array<f32>;               // [n_out, n_vocab]
+@group(0) @binding(1) var<storage, read_write> partial: array<vec2<u32>>;  // [n_out, n_groups] (f32 bits, id)
 @group(0) @binding(2) var<uniform> p: Params;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let base = p.row * p.n_vocab;
+    let base = wg.y * p.n_vocab;
     let last = max(p.n_vocab, 1u) - 1u;
     var bv = NEG;
     var bi = 0xffffffffu;
@@ -39,6 +40,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
     let best = wg_argmax(bv, bi, lid);
     if (lid == 0u) {
-        partial[wg.x] = best;
+        partial[wg.y * p.n_groups + wg.x] = best;
     }
 }

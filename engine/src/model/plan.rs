@@ -39,9 +39,10 @@ pub(super) struct Activations {
     pub hidden: wgpu::Buffer,       // [ubatch, n_ff]
     pub out_norm: wgpu::Buffer,     // [max_out, n_embd]
     pub logits: wgpu::Buffer,       // [max_out, n_vocab]
-    pub argmax_partial: wgpu::Buffer, // [argmax_partial_len] words: greedy sampling's slice winners
-    pub step: wgpu::Buffer,         // StepUniform
-    pub dummy: wgpu::Buffer,        // bound where a kernel's optional input is absent
+    pub argmax_partial: wgpu::Buffer, // [argmax_partial_len(max_out)] words: greedy sampling's slice winners
+    pub targets: wgpu::Buffer,        // [max_out] u32: a verification's argmax of each output row
+    pub step: wgpu::Buffer,           // StepUniform
+    pub dummy: wgpu::Buffer,          // bound where a kernel's optional input is absent
     pub moe: Option<moe::MoeBuffers>, // router logits, routes, token lists, expert activations
 }
 
@@ -127,7 +128,11 @@ impl Plan {
             hidden: s("hidden", b * n_ff)?,
             out_norm: s("out_norm", max_out as u64 * c.n_embd as u64)?,
             logits: s("logits", max_out as u64 * c.n_vocab as u64)?,
-            argmax_partial: s("argmax_partial", kernels::argmax_partial_len(c.n_vocab))?,
+            argmax_partial: s(
+                "argmax_partial",
+                kernels::argmax_partial_len(c.n_vocab, max_out),
+            )?,
+            targets: s("targets", max_out as u64)?,
             step: gpu.uniform("step", &StepUniform::default()),
             dummy: s("dummy", 4)?,
             moe: match &c.moe {

@@ -1,6 +1,7 @@
 //! A session: one conversation's state on the GPU (its memory [`Plan`], the forward pass recorded
 //! once, the KV cache's position and token history) and the passes that move it: prefill,
-//! decode (one pass run ahead of the host), and `eval` for logits.
+//! decode (one pass run ahead of the host), `verify` for speculative decoding, and `eval` for
+//! logits.
 
 use std::sync::Arc;
 
@@ -21,10 +22,14 @@ pub struct Session {
     _kv: Vec<LayerKv>,
     pub(super) forward: Vec<Dispatch>,
     pub(super) greedy: [Dispatch; 2],
+    /// Greedy sampling of every output row into `act.targets` (a speculative verification).
+    verify_greedy: [Dispatch; 2],
     sample: kernels::SampleKernels,
     /// Two readback buffers for sampled ids, used in turn: a pass run ahead copies its id into
     /// one while the host reads the other.
     staging: [wgpu::Buffer; 2],
+    /// Readback of a verification's ids (`max_out` words).
+    verify_staging: wgpu::Buffer,
     /// The staging buffer the next sampling pass copies into.
     next_staging: usize,
     /// Positions in the KV cache, counting a pass run ahead.
@@ -66,17 +71,27 @@ impl Session {
             &act.tokens,
             &act.argmax_partial,
             c.n_vocab,
-            0,
+            1,
+        )?;
+        let verify_greedy = kernels::argmax(
+            gpu,
+            &act.logits,
+            &act.targets,
+            &act.argmax_partial,
+            c.n_vocab,
+            max_out,
         )?;
         let sample = kernels::sample(gpu, &act.logits, &act.tokens, c.n_vocab, 0)?;
-        let staging = [0, 1].map(|_| {
+        let readback = |size: u64| {
             gpu.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("token readback"),
-                size: 4,
+                size,
                 usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
-        });
+        };
+        let staging = [readback(4), readback(4)];
+        let verify_staging = readback(max_out as u64 * 4);
         Ok(Session {
             model: model.clone(),
             opts,
@@ -85,8 +100,10 @@ impl Session {
             _kv: kv,
             forward,
             greedy,
+            verify_greedy,
             sample,
             staging,
+            verify_staging,
             next_staging: 0,
             pos: 0,
             history: Vec::new(),
@@ -186,20 +203,8 @@ impl Session {
         n_out: u32,
         mut sampler: Option<&mut Sampler>,
     ) -> Option<Readback> {
+        let s = self.feed(tokens, n_tokens, n_out);
         let gpu = &self.model.gpu;
-        if let Some(t) = tokens {
-            gpu.queue
-                .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(t));
-            self.history.extend_from_slice(t);
-            self.sampled = None;
-        }
-        let s = StepInfo {
-            n_tokens,
-            pos: self.pos,
-            n_out,
-        };
-        gpu.queue
-            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
         if let Some(sm) = sampler.as_deref_mut() {
             if !sm.params.is_greedy() {
                 let u = sm.next_uniform();
@@ -237,6 +242,64 @@ impl Session {
             staging,
             submission,
         })
+    }
+
+    /// Writes a pass's inputs: `tokens` from the host (entered in the history; `None`: the token
+    /// sampled last, already on the GPU) and the step uniform; returns the pass's shape.
+    fn feed(&mut self, tokens: Option<&[u32]>, n_tokens: u32, n_out: u32) -> StepInfo {
+        let gpu = &self.model.gpu;
+        if let Some(t) = tokens {
+            gpu.queue
+                .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(t));
+            self.history.extend_from_slice(t);
+            self.sampled = None;
+        }
+        let s = StepInfo {
+            n_tokens,
+            pos: self.pos,
+            n_out,
+        };
+        gpu.queue
+            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        s
+    }
+
+    /// Most tokens one verification pass takes (the last accepted token and the drafts).
+    pub fn max_verify(&self) -> u32 {
+        self.max_out.min(self.opts.ubatch)
+    }
+
+    /// A speculative verification: feeds `tokens` (the last accepted token, then the drafts) in
+    /// one pass and returns the greedy next token after each of them, argmax on the GPU, one
+    /// submit and one readback of the ids. The caller keeps the agreeing prefix and forgets the
+    /// rest with [`Session::truncate`].
+    pub async fn verify(&mut self, tokens: &[u32]) -> Result<Vec<u32>> {
+        self.discard_ahead();
+        self.check_tokens(tokens)?;
+        let n = tokens.len() as u32;
+        if n == 0 || n > self.max_verify() {
+            return Err(Error::InvalidArgument(format!(
+                "a verification takes 1..={} tokens, not {n} (lower the draft length)",
+                self.max_verify()
+            )));
+        }
+        let s = self.feed(Some(tokens), n, n);
+        let gpu = self.model.gpu.clone();
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for d in self.forward.iter().chain(&self.verify_greedy) {
+                d.record(&mut pass, &s);
+            }
+        }
+        let bytes = n as u64 * 4;
+        encoder.copy_buffer_to_buffer(&self.act.targets, 0, &self.verify_staging, 0, bytes);
+        let submission = gpu.submit(encoder.finish());
+        self.pos += n;
+        let ids = gpu
+            .map_staging(&self.verify_staging, bytes, submission)
+            .await?;
+        Ok(bytemuck::pod_collect_to_vec(&ids))
     }
 
     /// Feeds `tokens` (any number, cut into batches) and returns the logits of the last `n_out`

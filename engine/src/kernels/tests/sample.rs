@@ -19,17 +19,67 @@ async fn read_token(gpu: &Gpu, tokens: &wgpu::Buffer) -> u32 {
 
 /// Runs the two argmax dispatches on `logits` (one row); returns tokens[0].
 async fn gpu_argmax(logits: &[f32]) -> u32 {
+    gpu_argmax_rows(logits, logits.len(), 1, 1).await[0]
+}
+
+/// Runs the two argmax dispatches built for `max_rows` rows on `logits` (`n_out` rows of
+/// `n_vocab`) in a pass of `n_out` output rows; returns the ids buffer (`max_rows` + 1 words, so
+/// a write past the last row shows as a changed poison word).
+async fn gpu_argmax_rows(logits: &[f32], n_vocab: usize, n_out: u32, max_rows: u32) -> Vec<u32> {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
-    let lb = upload(&gpu, "logits", logits);
+    let lb = upload(&gpu, "logits", &[logits, &[0.0]].concat());
     // Poisoned, so a stage that skips its write shows.
-    let tb = upload(&gpu, "tokens", &[0xdeadu32; 4]);
-    let n_vocab = logits.len() as u32;
-    let words = kernels::argmax_partial_len(n_vocab) as usize;
+    let tb = upload(&gpu, "tokens", &vec![0xdeadu32; max_rows as usize + 1]);
+    let n_vocab = n_vocab as u32;
+    let words = kernels::argmax_partial_len(n_vocab, max_rows) as usize;
     let pb = upload(&gpu, "argmax partial", &vec![0xffff_ffffu32; words]);
-    let [s1, s2] = kernels::argmax(&gpu, &lb, &tb, &pb, n_vocab, 0).unwrap();
-    run_dispatches(&gpu, &[&s1, &s2], STEP, &step).await;
-    read_token(&gpu, &tb).await
+    let [s1, s2] = kernels::argmax(&gpu, &lb, &tb, &pb, n_vocab, max_rows).unwrap();
+    let s = StepInfo {
+        n_tokens: n_out.max(1),
+        pos: 0,
+        n_out,
+    };
+    run_dispatches(&gpu, &[&s1, &s2], s, &step).await;
+    let b = gpu.read(&tb, 0, (max_rows as u64 + 1) * 4).await.unwrap();
+    bytemuck::pod_collect_to_vec(&b)
+}
+
+/// The argmax of every output row (a speculative verification's n + 1 rows) against
+/// `reference::argmax` row by row, for vocabularies under, at and over one slice; a pass with
+/// fewer output rows than the dispatch was built for leaves the other ids alone, and one with
+/// more takes only `max_rows`.
+async fn argmax_rows_match_the_reference() {
+    for (n_vocab, rows) in [(1usize, 1u32), (7, 3), (1000, 5), (1025, 9), (49152, 4)] {
+        let mut logits = random_f32(n_vocab as u64 + rows as u64, n_vocab * rows as usize, 10.0);
+        // A tie in the last row: the lower id wins.
+        if n_vocab > 10 {
+            let last = (rows as usize - 1) * n_vocab;
+            logits[last + 9] = 50.0;
+            logits[last + 3] = 50.0;
+        }
+        let want: Vec<u32> = logits.chunks(n_vocab).map(reference::argmax).collect();
+        for n_out in [rows, rows.div_ceil(2)] {
+            let got = gpu_argmax_rows(&logits, n_vocab, n_out, rows).await;
+            let n = n_out as usize;
+            assert_eq!(
+                got[..n],
+                want[..n],
+                "argmax rows: vocab {n_vocab}, {n_out} of {rows} rows"
+            );
+            assert!(
+                got[n..].iter().all(|&t| t == 0xdead),
+                "argmax rows: vocab {n_vocab}, {n_out} of {rows} rows wrote past its rows: {got:?}"
+            );
+        }
+        let got = gpu_argmax_rows(&logits, n_vocab, rows + 1, rows).await;
+        assert_eq!(
+            got[..rows as usize],
+            want[..],
+            "argmax rows: clamped to {rows}"
+        );
+        assert_eq!(got[rows as usize], 0xdead, "argmax rows: clamped to {rows}");
+    }
 }
 
 /// Runs the GPU sampler on `logits` for each `u`; returns the ids.
@@ -250,5 +300,6 @@ async fn cuts_and_penalty_do_what_they_say() {
 super::gpu_tests!(
     greedy_is_the_argmax_with_lowest_id_on_ties,
     the_chain_matches_the_cpu_reference,
-    cuts_and_penalty_do_what_they_say
+    cuts_and_penalty_do_what_they_say,
+    argmax_rows_match_the_reference
 );
