@@ -1,8 +1,10 @@
 //! Text generation: feed a prompt (reusing the cached prefix), then sample until an end token,
-//! the token budget or the context runs out, streaming text as it forms.
+//! the token budget or the context runs out, streaming text as it forms; with a drafter and
+//! greedy sampling, several tokens a target pass ([`crate::speculative`]).
 
 use crate::model::Session;
 use crate::sampling::{Sampler, SamplerParams};
+use crate::speculative::{self, Drafter, SpecStats};
 use crate::tokenizer::{TextStream, Tokenizer};
 use crate::Result;
 
@@ -12,6 +14,8 @@ pub struct GenerateOptions {
     /// Stop at the model's end-of-generation tokens (EOS, end of turn).
     pub stop_at_eog: bool,
     pub sampling: SamplerParams,
+    /// Most draft tokens a speculative step proposes (with a drafter).
+    pub draft_max: usize,
 }
 
 impl Default for GenerateOptions {
@@ -20,6 +24,7 @@ impl Default for GenerateOptions {
             max_tokens: 256,
             stop_at_eog: true,
             sampling: SamplerParams::default(),
+            draft_max: 4,
         }
     }
 }
@@ -34,6 +39,8 @@ pub struct Generation {
     pub prefill_seconds: f64,
     pub decode_seconds: f64,
     pub stop: StopReason,
+    /// What speculative decoding did, when it ran.
+    pub speculation: Option<SpecStats>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,45 +94,79 @@ pub async fn generate_until(
     tokenizer: &Tokenizer,
     prompt: &[u32],
     opts: &GenerateOptions,
+    on_text: impl FnMut(&str) -> bool,
+) -> Result<Generation> {
+    generate_with(session, None, tokenizer, prompt, opts, on_text).await
+}
+
+/// [`generate_until`] with a drafter: while sampling is greedy, each step drafts up to
+/// `opts.draft_max` tokens and the target verifies them in one pass; the tokens are the same as
+/// without the drafter. Other sampling decodes token by token.
+pub async fn generate_with(
+    session: &mut Session,
+    mut drafter: Option<&mut Drafter<'_>>,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    opts: &GenerateOptions,
     mut on_text: impl FnMut(&str) -> bool,
 ) -> Result<Generation> {
+    if !opts.sampling.is_greedy() {
+        drafter = None;
+    }
+    if let Some(d) = &drafter {
+        d.check(session)?;
+    }
+    let mut stats = drafter.is_some().then(SpecStats::default);
     let mut out = Generation::default();
     let fresh = session.reuse_prefix(prompt);
     out.prefilled = fresh.len();
     let mut stream = TextStream::new();
     let mut sampler = Sampler::new(opts.sampling.clone());
     let t0 = crate::platform::now_seconds();
-    let mut id = session.prefill(fresh, &mut sampler).await?;
+    let mut batch = vec![session.prefill(fresh, &mut sampler).await?];
     out.prefill_seconds = crate::platform::now_seconds() - t0;
     let t1 = crate::platform::now_seconds();
-    loop {
-        out.tokens.push(id);
-        if opts.stop_at_eog && tokenizer.is_end_of_generation(id) {
-            out.stop = StopReason::EndOfGeneration;
-            break;
-        }
-        let piece = stream.push(tokenizer, id);
-        if !piece.is_empty() {
-            out.text.push_str(&piece);
-            if !on_text(&piece) {
-                out.stop = StopReason::Stopped;
-                break;
+    'tokens: loop {
+        let n = batch.len();
+        for (i, &id) in batch.iter().enumerate() {
+            out.tokens.push(id);
+            if opts.stop_at_eog && tokenizer.is_end_of_generation(id) {
+                out.stop = StopReason::EndOfGeneration;
+                break 'tokens;
+            }
+            let piece = stream.push(tokenizer, id);
+            if !piece.is_empty() {
+                out.text.push_str(&piece);
+                if !on_text(&piece) {
+                    out.stop = StopReason::Stopped;
+                    break 'tokens;
+                }
+            }
+            if out.tokens.len() >= opts.max_tokens {
+                out.stop = StopReason::MaxTokens;
+                break 'tokens;
+            }
+            // The positions fed before this token, as decoding one at a time would have them.
+            if session.pos() - (n - 1 - i) as u32 >= session.opts.ctx {
+                out.stop = StopReason::ContextFull;
+                break 'tokens;
             }
         }
-        if out.tokens.len() >= opts.max_tokens {
-            out.stop = StopReason::MaxTokens;
-            break;
-        }
-        if session.pos() >= session.opts.ctx {
-            out.stop = StopReason::ContextFull;
-            break;
-        }
-        id = if out.tokens.len() + 1 >= opts.max_tokens {
-            session.decode_last(&mut sampler).await?
-        } else {
-            session.decode(&mut sampler).await?
+        let last = batch[n - 1];
+        let left = opts.max_tokens - out.tokens.len();
+        batch = match (&mut drafter, &mut stats) {
+            (Some(d), Some(st)) => {
+                // Room for the drafts and the last token in the context and in one pass, and no
+                // drafts past the token budget.
+                let room = (session.opts.ctx - session.pos()).min(session.max_verify()) as usize;
+                let n = opts.draft_max.min(room - 1).min(left - 1);
+                speculative::step(session, d, last, n, st).await?
+            }
+            _ if left == 1 => vec![session.decode_last(&mut sampler).await?],
+            _ => vec![session.decode(&mut sampler).await?],
         };
     }
+    out.speculation = stats;
     let rest = stream.finish();
     if !rest.is_empty() && out.stop != StopReason::Stopped {
         on_text(&rest);

@@ -86,6 +86,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         max_tokens: args.max_tokens,
         stop_at_eog: !args.ignore_eos,
         sampling: args.sampling.params(&l.recommended, mode),
+        ..Default::default()
     };
     let mut stdout = std::io::stdout();
     let streaming = !args.json;
@@ -174,6 +175,7 @@ pub fn chat(args: ChatArgs) -> Result<()> {
             max_tokens: args.max_tokens,
             stop_at_eog: true,
             sampling: sampling.clone(),
+            ..Default::default()
         };
         // One random stream per turn, reproducible from --seed, never the same twice.
         opts.sampling.seed = sampling.seed.wrapping_add(turn);

@@ -58,6 +58,9 @@ pub struct Config {
     pub attn_softcap: f32,
     /// Mixture-of-Experts FFNs (qwen3moe, glm4moe); `None` for dense models.
     pub moe: Option<MoeConfig>,
+    /// FNV-1a of the token strings (`tokenizer.ggml.tokens`; 0 without them), so a draft model's
+    /// vocabulary can be checked against the target's without their tokenizers.
+    pub vocab_hash: u64,
 }
 
 /// The MoE part of a model's hyperparameters (GGUF keys in tests/reference/README.md).
@@ -77,6 +80,21 @@ pub struct SlidingWindow {
     pub size: u32,
     /// Every `pattern`-th layer (1-based) is global, the others slide; 0: all slide.
     pub pattern: u32,
+}
+
+/// FNV-1a over the token strings, each followed by a 0 byte.
+fn vocab_hash(g: &Gguf) -> Result<u64> {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for t in g.opt_array("tokenizer.ggml.tokens")?.unwrap_or(&[]) {
+        let bytes = match t {
+            crate::gguf::Value::String(s) => s.as_bytes(),
+            _ => &[],
+        };
+        for &b in bytes.iter().chain(&[0]) {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    Ok(h)
 }
 
 impl Config {
@@ -235,6 +253,7 @@ impl Config {
             post_norms: gemma,
             attn_softcap: g.opt_f32(&key("attn_logit_softcapping"))?.unwrap_or(0.0),
             moe,
+            vocab_hash: vocab_hash(g)?,
         })
     }
 
