@@ -118,12 +118,23 @@ pub async fn generate_with(
     }
     let mut stats = drafter.is_some().then(SpecStats::default);
     let mut out = Generation::default();
-    let fresh = session.reuse_prefix(prompt);
-    out.prefilled = fresh.len();
     let mut stream = TextStream::new();
     let mut sampler = Sampler::new(opts.sampling.clone());
     let t0 = crate::platform::now_seconds();
-    let mut batch = vec![session.prefill(fresh, &mut sampler).await?];
+    let first = match drafter {
+        // The MTP layer's cache is filled beside the target's.
+        Some(Drafter::Mtp) => {
+            let (id, fed) = session.mtp_prefill(prompt).await?;
+            out.prefilled = fed;
+            id
+        }
+        _ => {
+            let fresh = session.reuse_prefix(prompt);
+            out.prefilled = fresh.len();
+            session.prefill(fresh, &mut sampler).await?
+        }
+    };
+    let mut batch = vec![first];
     out.prefill_seconds = crate::platform::now_seconds() - t0;
     let t1 = crate::platform::now_seconds();
     'tokens: loop {

@@ -10,6 +10,8 @@ use crate::{Error, Result};
 pub enum Drafter<'a> {
     /// A smaller model with the same vocabulary, decoding greedily in its own session.
     Model(&'a mut Session),
+    /// The target's own MTP layer, chained on the GPU ([`Session::mtp_round`]).
+    Mtp,
 }
 
 impl Drafter<'_> {
@@ -27,6 +29,12 @@ impl Drafter<'_> {
                 }
                 Ok(())
             }
+            Drafter::Mtp if !target.has_mtp() => Err(Error::InvalidArgument(
+                "this model has no MTP layer: speculate with a draft model (--draft) or turn \
+                 speculation off"
+                    .into(),
+            )),
+            Drafter::Mtp => Ok(()),
         }
     }
 }
@@ -95,16 +103,22 @@ pub async fn step(
     n: usize,
     stats: &mut SpecStats,
 ) -> Result<Vec<u32>> {
-    let pos0 = target.pos();
-    let drafts = match drafter {
-        Drafter::Model(d) => draft_greedy(d, target.history(), last, n).await?,
+    let (drafts, targets) = match drafter {
+        Drafter::Model(d) => {
+            let pos0 = target.pos();
+            let drafts = draft_greedy(d, target.history(), last, n).await?;
+            let mut fed = Vec::with_capacity(drafts.len() + 1);
+            fed.push(last);
+            fed.extend_from_slice(&drafts);
+            let targets = target.verify(&fed).await?;
+            let k = accepted_prefix(&drafts, &targets);
+            target.truncate(pos0 + k as u32 + 1);
+            (drafts, targets)
+        }
+        // Drafting, verification and the roll-back in one submit.
+        Drafter::Mtp => target.mtp_round(last, n).await?,
     };
-    let mut fed = Vec::with_capacity(drafts.len() + 1);
-    fed.push(last);
-    fed.extend_from_slice(&drafts);
-    let targets = target.verify(&fed).await?;
     let k = accepted_prefix(&drafts, &targets);
-    target.truncate(pos0 + k as u32 + 1);
     stats.drafted += drafts.len();
     stats.accepted += k;
     stats.passes += 1;
@@ -130,3 +144,6 @@ async fn draft_greedy(d: &mut Session, history: &[u32], last: u32, n: usize) -> 
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -26,7 +26,7 @@ pub mod stream;
 #[cfg(test)]
 pub(crate) mod reference;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use argmax::{argmax, argmax_partial_len};
 pub use attention::{

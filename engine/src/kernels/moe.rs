@@ -423,6 +423,7 @@ pub fn combine(
 
 /// Scratch buffers of one MoE FFN for passes of up to `max_tokens` tokens (shareable by all
 /// layers of a model).
+#[derive(Clone)]
 pub struct MoeBuffers {
     pub logits: wgpu::Buffer, // [max_tokens, n_expert]
     pub route: wgpu::Buffer,  // [max_tokens, k, 2] u32

@@ -24,6 +24,9 @@ struct NormParams {
     eps: f32,
     flags: u32,
     rows_mode: u32,
+    y_stride: u32,
+    y_col0: u32,
+    _pad: [u32; 2],
 }
 
 pub struct NormOpts {
@@ -35,6 +38,9 @@ pub struct NormOpts {
     /// Sum the squares with subgroup operations where the adapter has them (the `_sg` variant);
     /// `false` takes the portable variant.
     pub subgroups: bool,
+    /// Rows of `y` of `stride` elements, written from column `col0` (the MTP head's
+    /// concatenation); `None`: rows of `dim`.
+    pub y_cols: Option<(u32, u32)>,
 }
 
 /// Threads of an rmsnorm workgroup (`WG` in rmsnorm.wgsl), all summing one row.
@@ -66,6 +72,9 @@ pub fn rmsnorm(
         eps,
         flags: opts.accumulate as u32 | ((opts.rows == Rows::Out) as u32) << 1,
         rows_mode: opts.rows.mode(),
+        y_stride: opts.y_cols.map_or(dim, |c| c.0),
+        y_col0: opts.y_cols.map_or(0, |c| c.1),
+        _pad: [0; 2],
     };
     let pbuf = gpu.uniform("rmsnorm", &params);
     let rows = opts.rows;

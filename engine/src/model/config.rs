@@ -33,7 +33,10 @@ pub struct Config {
     pub arch: Arch,
     pub n_vocab: u32,
     pub n_embd: u32,
+    /// Layers of the main model (the MTP layers after them not counted).
     pub n_layer: u32,
+    /// Next-token-prediction (MTP) layers after the main ones (`nextn_predict_layers`).
+    pub n_nextn: u32,
     pub n_head: u32,
     pub n_kv_head: u32,
     pub head_dim: u32,
@@ -117,9 +120,14 @@ impl Config {
             .opt_u32(&key("attention.head_count_kv"))?
             .unwrap_or(n_head);
         // Trailing next-token-prediction (MTP) blocks are not part of the main model.
-        let n_layer = g
-            .req_u32(&key("block_count"))?
-            .saturating_sub(g.opt_u32(&key("nextn_predict_layers"))?.unwrap_or(0));
+        let n_blocks = g.req_u32(&key("block_count"))?;
+        let n_nextn = g.opt_u32(&key("nextn_predict_layers"))?.unwrap_or(0);
+        if n_nextn >= n_blocks {
+            return Err(Error::Corrupt(format!(
+                "{n_nextn} MTP layers of {n_blocks} blocks leave no main layer"
+            )));
+        }
+        let n_layer = n_blocks - n_nextn;
         let n_ff = g.req_u32(&key("feed_forward_length"))?;
         let moe = match arch {
             Arch::Qwen3Moe | Arch::Glm4Moe => {
@@ -223,6 +231,7 @@ impl Config {
             n_vocab,
             n_embd,
             n_layer,
+            n_nextn,
             n_head,
             n_kv_head,
             head_dim,

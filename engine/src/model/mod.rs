@@ -6,6 +6,7 @@
 //! replays that list with a new `StepInfo` in one compute pass and one submit.
 
 mod config;
+mod mtp;
 mod perplexity;
 mod plan;
 mod profile;
@@ -23,7 +24,7 @@ pub use plan::SessionOptions;
 pub use profile::KernelTime;
 pub use session::Session;
 pub use source::{read_header, ChunkReader, FileOrderStream, SliceTensors, TensorBytes};
-pub use weights::{DenseFfn, Ffn, Layer, LoadProgress, MoeFfn, Weights};
+pub use weights::{DenseFfn, Ffn, Layer, LoadProgress, MoeFfn, MtpLayer, Weights};
 
 use crate::gguf::{ByteSource, Gguf};
 use crate::gpu::Gpu;

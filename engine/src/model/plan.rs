@@ -26,7 +26,9 @@ impl Default for SessionOptions {
     }
 }
 
-/// Activation buffers, sized for one pass of `ubatch` tokens.
+/// Activation buffers, sized for one pass of `ubatch` tokens (cloned handles: the MTP layer's
+/// passes share them).
+#[derive(Clone)]
 pub(super) struct Activations {
     pub tokens: wgpu::Buffer,         // [ubatch] u32
     pub x: wgpu::Buffer,              // [ubatch, n_embd] the residual stream
@@ -52,10 +54,23 @@ pub(super) struct LayerKv {
     pub v: wgpu::Buffer,
 }
 
+/// What the MTP layer has besides the session's activations (which its passes share: they run
+/// after the target's in the same queue).
+pub(super) struct MtpBuffers {
+    pub tokens: wgpu::Buffer, // [ubatch] u32: the token of each pair
+    pub step: wgpu::Buffer,   // StepUniform of the MTP pass
+    pub h: wgpu::Buffer,      // [ubatch, n_embd] the hidden state of each pair; the head's norm
+    pub e: wgpu::Buffer,      // [ubatch, n_embd] the tokens' embeddings
+    pub eh: wgpu::Buffer,     // [ubatch, 2 n_embd] [enorm(e) | hnorm(h)]
+    pub kv: LayerKv,
+}
+
 /// Everything a session allocates up front.
 pub(super) struct Plan {
     pub act: Activations,
     pub kv: Vec<LayerKv>,
+    /// Where the model has an MTP layer.
+    pub mtp: Option<MtpBuffers>,
     /// Most rows of logits one pass can return.
     pub max_out: u32,
 }
@@ -154,6 +169,26 @@ impl Plan {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Plan { act, kv, max_out })
+        let n = b * c.n_embd as u64;
+        let mtp = match &model.weights.mtp {
+            Some(_) => Some(MtpBuffers {
+                tokens: s("mtp_tokens", b)?,
+                step: gpu.uniform("mtp_step", &StepUniform::default()),
+                h: s("mtp_h", n)?,
+                e: s("mtp_e", n)?,
+                eh: s("mtp_eh", 2 * n)?,
+                kv: LayerKv {
+                    k: gpu.storage("mtp_k_cache", kv_bytes)?,
+                    v: gpu.storage("mtp_v_cache", kv_bytes)?,
+                },
+            }),
+            None => None,
+        };
+        Ok(Plan {
+            act,
+            kv,
+            mtp,
+            max_out,
+        })
     }
 }

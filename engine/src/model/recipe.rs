@@ -12,7 +12,7 @@ use crate::kernels::{
 };
 use crate::{Error, Result};
 
-use super::plan::{Activations, LayerKv};
+use super::plan::{Activations, LayerKv, MtpBuffers};
 use super::{DenseFfn, Ffn, Layer, Model, MoeFfn};
 
 /// The forward pass of `model` over the session's activations and KV cache, as a list of
@@ -40,6 +40,66 @@ pub(super) fn record_forward(
         }
     }
     r.output()?;
+    Ok(r.d)
+}
+
+/// The MTP layer's pass (DeepSeek-V3's multi-token prediction, as llama.cpp's glm4moe runs it):
+/// for each pair of a hidden state `h` (the target's after its final norm, or the previous draft
+/// step's) and the token after it, `x = eh_proj [enorm(embed(token)) | hnorm(h)]`, the layer's
+/// block over its own KV cache, then for the output rows `h = head_norm(x)` (the next draft step's
+/// input) and the logits. `act` is the session's activations with the MTP's token ids and step.
+pub(super) fn record_mtp(
+    gpu: &Gpu,
+    model: &Model,
+    act: &Activations,
+    m: &MtpBuffers,
+    ctx: u32,
+) -> Result<Vec<Dispatch>> {
+    let (c, w) = (&model.config, &model.weights);
+    let Some(l) = &w.mtp else {
+        return Err(Error::InvalidArgument("the model has no MTP layer".into()));
+    };
+    let mut r = Recorder {
+        gpu,
+        model,
+        a: act,
+        ctx,
+        d: Vec::new(),
+    };
+    let embed = l.embed.as_ref().unwrap_or(&w.token_embd);
+    r.d.extend(kernels::embed(
+        gpu,
+        embed,
+        &act.tokens,
+        &m.e,
+        &act.step,
+        c.embed_scale,
+    )?);
+    let n = c.n_embd;
+    for (x, norm, col0) in [(&m.e, &l.enorm, 0), (&m.h, &l.hnorm, n)] {
+        let opts = NormOpts {
+            accumulate: false,
+            rows: Rows::Tokens,
+            when: When::Always,
+            subgroups: true,
+            y_cols: Some((2 * n, col0)),
+        };
+        let d = kernels::rmsnorm(gpu, x, norm, &m.eh, &act.step, n, c.rms_eps, opts)?;
+        r.d.push(d);
+    }
+    r.mat(&l.eh_proj, &m.eh, &act.x, &MatOpts::default())?;
+    r.attention_block(c.n_layer, &l.block, &m.kv)?;
+    match &l.block.ffn {
+        Ffn::Dense(f) => r.dense_ffn(&l.block, f)?,
+        Ffn::Moe(f) => r.moe_ffn(&l.block, f)?,
+    }
+    let head_norm = l.head_norm.as_ref().unwrap_or(&w.output_norm);
+    let head = l
+        .head
+        .as_ref()
+        .or(w.output.as_ref())
+        .unwrap_or(&w.token_embd);
+    r.head(head_norm, &m.h, head)?;
     Ok(r.d)
 }
 
@@ -161,30 +221,30 @@ impl Recorder<'_> {
 
     /// `out_norm = RMSNorm(x)` of the rows that want logits, then `logits = W_out out_norm`.
     fn output(&mut self) -> Result<()> {
-        let (c, w, a) = (&self.model.config, &self.model.weights, self.a);
+        let (w, a) = (&self.model.weights, self.a);
+        let out = w.output.as_ref().unwrap_or(&w.token_embd);
+        self.head(&w.output_norm, &a.out_norm, out)
+    }
+
+    /// `normed = RMSNorm(x) * norm_w` of the rows that want logits, then `logits = W normed`.
+    fn head(&mut self, norm_w: &wgpu::Buffer, normed: &wgpu::Buffer, w: &GpuWeight) -> Result<()> {
+        let (c, a) = (&self.model.config, self.a);
         let norm = NormOpts {
             accumulate: false,
             rows: Rows::Out,
             when: When::Always,
             subgroups: true,
+            y_cols: None,
         };
         let d = kernels::rmsnorm(
-            self.gpu,
-            &a.x,
-            &w.output_norm,
-            &a.out_norm,
-            &a.step,
-            c.n_embd,
-            c.rms_eps,
-            norm,
+            self.gpu, &a.x, norm_w, normed, &a.step, c.n_embd, c.rms_eps, norm,
         )?;
         self.d.push(d);
-        let out = w.output.as_ref().unwrap_or(&w.token_embd);
         let opts = MatOpts {
             rows: Rows::Out,
             ..Default::default()
         };
-        self.mat(out, &a.out_norm, &a.logits, &opts)
+        self.mat(w, normed, &a.logits, &opts)
     }
 
     // -- the steps the blocks above are made of
@@ -227,6 +287,7 @@ impl Recorder<'_> {
             rows: Rows::Tokens,
             when,
             subgroups: true,
+            y_cols: None,
         };
         let d = kernels::rmsnorm(
             self.gpu,

@@ -9,6 +9,7 @@ use crate::kernels::{self, Dispatch, StepInfo, StepUniform};
 use crate::sampling::Sampler;
 use crate::{Error, Result};
 
+use super::mtp::Mtp;
 use super::plan::{Activations, LayerKv, Plan};
 use super::recipe::record_forward;
 use super::{Model, SessionOptions};
@@ -23,7 +24,9 @@ pub struct Session {
     pub(super) forward: Vec<Dispatch>,
     pub(super) greedy: [Dispatch; 2],
     /// Greedy sampling of every output row into `act.targets` (a speculative verification).
-    verify_greedy: [Dispatch; 2],
+    pub(super) verify_greedy: [Dispatch; 2],
+    /// The MTP layer, where the model has one.
+    pub(super) mtp: Option<Mtp>,
     sample: kernels::SampleKernels,
     /// Two readback buffers for sampled ids, used in turn: a pass run ahead copies its id into
     /// one while the host reads the other.
@@ -37,7 +40,7 @@ pub struct Session {
     /// The ids at positions 0..pos (for prompt-prefix reuse; the id a pass run ahead fed joins
     /// when the host reads it), and the id sampled last, which the next decode step feeds from
     /// the GPU.
-    history: Vec<u32>,
+    pub(super) history: Vec<u32>,
     pub(super) sampled: Option<u32>,
     /// The readback of a decode pass submitted ahead of its `decode` call (see there).
     ahead: Option<Readback>,
@@ -48,7 +51,7 @@ pub struct Session {
 }
 
 /// Where and when a sampling pass copies its id for the host.
-struct Readback {
+pub(super) struct Readback {
     staging: usize,
     submission: wgpu::SubmissionIndex,
 }
@@ -63,7 +66,16 @@ impl Session {
     fn plan(model: Arc<Model>, opts: SessionOptions) -> Result<Session> {
         let gpu = &*model.gpu;
         let c = &model.config;
-        let Plan { act, kv, max_out } = Plan::new(gpu, &model, opts)?;
+        let Plan {
+            act,
+            kv,
+            mtp,
+            max_out,
+        } = Plan::new(gpu, &model, opts)?;
+        let max_verify = max_out.min(opts.ubatch);
+        let mtp = mtp
+            .map(|b| Mtp::new(&model, &act, b, max_verify, opts.ctx))
+            .transpose()?;
         let forward = record_forward(gpu, &model, &act, &kv, opts.ctx)?;
         let greedy = kernels::argmax(
             gpu,
@@ -101,6 +113,7 @@ impl Session {
             forward,
             greedy,
             verify_greedy,
+            mtp,
             sample,
             staging,
             verify_staging,
@@ -121,6 +134,13 @@ impl Session {
     /// Forgets every position from `pos` on (a new conversation, or rejected draft tokens).
     pub fn truncate(&mut self, pos: u32) {
         self.discard_ahead();
+        if let Some(m) = &mut self.mtp {
+            // The MTP pair at position j holds the token at j + 1.
+            m.valid = m.valid.min(pos.saturating_sub(1));
+            if pos < self.pos {
+                m.h_row = None;
+            }
+        }
         self.pos = self.pos.min(pos);
         self.history.truncate(self.pos as usize);
         self.sampled = None;
@@ -196,7 +216,7 @@ impl Session {
     /// sampled last, already on the GPU, which the caller enters in the history), keeping logits
     /// for the last `n_out`; with a sampler, also samples from the last row into the token buffer
     /// and copies the id for readback.
-    fn pass(
+    pub(super) fn pass(
         &mut self,
         tokens: Option<&[u32]>,
         n_tokens: u32,
@@ -246,7 +266,10 @@ impl Session {
 
     /// Writes a pass's inputs: `tokens` from the host (entered in the history; `None`: the token
     /// sampled last, already on the GPU) and the step uniform; returns the pass's shape.
-    fn feed(&mut self, tokens: Option<&[u32]>, n_tokens: u32, n_out: u32) -> StepInfo {
+    pub(super) fn feed(&mut self, tokens: Option<&[u32]>, n_tokens: u32, n_out: u32) -> StepInfo {
+        if let Some(m) = &mut self.mtp {
+            m.h_row = None;
+        }
         let gpu = &self.model.gpu;
         if let Some(t) = tokens {
             gpu.queue
@@ -403,7 +426,7 @@ impl Session {
         Ok(id)
     }
 
-    async fn read_token(&mut self, r: Readback) -> Result<u32> {
+    pub(super) async fn read_token(&mut self, r: Readback) -> Result<u32> {
         let bytes = self
             .model
             .gpu

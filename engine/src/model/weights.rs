@@ -53,9 +53,29 @@ pub struct MoeFfn {
     pub shared: Option<DenseFfn>,
 }
 
+/// A next-token-prediction (MTP) layer, as llama.cpp's GGUFs store it (`blk.{n_layer}`): it
+/// predicts the token after next from the target's last hidden state and the next token,
+/// `eh_proj [enorm(embed(token)) | hnorm(h)]` through one transformer block, then its head.
+pub struct MtpLayer {
+    /// `nextn.eh_proj`: `[n_embd, 2 n_embd]`.
+    pub eh_proj: GpuWeight,
+    pub enorm: wgpu::Buffer,
+    pub hnorm: wgpu::Buffer,
+    /// `nextn.embed_tokens`; `None`: the model's `token_embd`.
+    pub embed: Option<GpuWeight>,
+    /// `nextn.shared_head_norm`; `None`: the model's `output_norm`.
+    pub head_norm: Option<wgpu::Buffer>,
+    /// `nextn.shared_head_head`; `None`: the model's output projection.
+    pub head: Option<GpuWeight>,
+    /// The block's own attention and FFN.
+    pub block: Layer,
+}
+
 pub struct Weights {
     pub token_embd: GpuWeight,
     pub layers: Vec<Layer>,
+    /// The first MTP layer, where the model has one (`nextn_predict_layers` and its tensors).
+    pub mtp: Option<MtpLayer>,
     pub output_norm: wgpu::Buffer,
     /// The output projection; `None` when it is tied to the token embeddings.
     pub output: Option<GpuWeight>,
@@ -331,6 +351,142 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
         self.advance(&t);
         Ok(floats)
     }
+
+    /// Block `i`'s attention and FFN (a main layer, or an MTP layer's block).
+    async fn layer(&mut self, i: u32, c: &Config) -> Result<Layer> {
+        let g = self.g;
+        let q_dim = c.n_head * c.head_dim;
+        let kv_dim = c.n_kv_head * c.head_dim;
+        let n = |s: &str| format!("blk.{i}.{s}");
+        let (q, k, v) = (n("attn_q.weight"), n("attn_k.weight"), n("attn_v.weight"));
+        let (bq, bk, bv) = (n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias"));
+        let has_bias = c.qkv_bias || g.tensor(&bq).is_some();
+        Ok(Layer {
+            attn_norm: self.vector(&n("attn_norm.weight"), c.n_embd).await?,
+            wqkv: self
+                .stacked(
+                    &n("attn_qkv"),
+                    &[(&q, q_dim), (&k, kv_dim), (&v, kv_dim)],
+                    c.n_embd,
+                )
+                .await?,
+            bqkv: if has_bias {
+                Some(
+                    self.vectors(&[(&bq, q_dim), (&bk, kv_dim), (&bv, kv_dim)])
+                        .await?,
+                )
+            } else {
+                None
+            },
+            q_norm: if c.qk_norm || g.tensor(&n("attn_q_norm.weight")).is_some() {
+                Some(self.vector(&n("attn_q_norm.weight"), c.head_dim).await?)
+            } else {
+                None
+            },
+            k_norm: if c.qk_norm || g.tensor(&n("attn_k_norm.weight")).is_some() {
+                Some(self.vector(&n("attn_k_norm.weight"), c.head_dim).await?)
+            } else {
+                None
+            },
+            wo: self
+                .matrix(&n("attn_output.weight"), q_dim, c.n_embd)
+                .await?,
+            post_attn_norm: if c.post_norms {
+                Some(
+                    self.vector(&n("post_attention_norm.weight"), c.n_embd)
+                        .await?,
+                )
+            } else {
+                None
+            },
+            // glm4moe names the FFN input norm post_attention_norm.
+            ffn_norm: self
+                .vector(
+                    &n(if c.arch == Arch::Glm4Moe {
+                        "post_attention_norm.weight"
+                    } else {
+                        "ffn_norm.weight"
+                    }),
+                    c.n_embd,
+                )
+                .await?,
+            ffn: match c.moe {
+                Some(m) if c.is_moe_layer(i) => {
+                    let ne = m.routing.n_expert;
+                    Ffn::Moe(Box::new(MoeFfn {
+                        router: self.matrix(&n("ffn_gate_inp.weight"), c.n_embd, ne).await?,
+                        bias: match g.tensor(&n("exp_probs_b.bias")) {
+                            Some(_) => Some(self.vector(&n("exp_probs_b.bias"), ne).await?),
+                            None => None,
+                        },
+                        gate_up: self
+                            .experts(
+                                &n("ffn_gate_up_exps"),
+                                &[&n("ffn_gate_exps.weight"), &n("ffn_up_exps.weight")],
+                                ne,
+                                m.n_ff_exp,
+                                c.n_embd,
+                            )
+                            .await?,
+                        down: self
+                            .experts(
+                                &n("ffn_down_exps"),
+                                &[&n("ffn_down_exps.weight")],
+                                ne,
+                                c.n_embd,
+                                m.n_ff_exp,
+                            )
+                            .await?,
+                        shared: if m.n_shared > 0 {
+                            Some(self.dense_ffn(i, "_shexp", c.n_embd).await?)
+                        } else {
+                            None
+                        },
+                    }))
+                }
+                _ => Ffn::Dense(self.dense_ffn(i, "", c.n_embd).await?),
+            },
+            post_ffn_norm: if c.post_norms {
+                Some(self.vector(&n("post_ffw_norm.weight"), c.n_embd).await?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// The first next-token-prediction block (`blk.{n_layer}`): its block and the `nextn.*`
+    /// tensors; the embeddings and the head fall back to the model's where it has none.
+    async fn mtp(&mut self, c: &Config) -> Result<MtpLayer> {
+        let i = c.n_layer;
+        let n = |s: &str| format!("blk.{i}.nextn.{s}.weight");
+        let opt = |s: &str| self.g.tensor(&n(s)).is_some();
+        let (has_embed, has_head, has_head_norm) = (
+            opt("embed_tokens"),
+            opt("shared_head_head"),
+            opt("shared_head_norm"),
+        );
+        Ok(MtpLayer {
+            eh_proj: self.matrix(&n("eh_proj"), 2 * c.n_embd, c.n_embd).await?,
+            enorm: self.vector(&n("enorm"), c.n_embd).await?,
+            hnorm: self.vector(&n("hnorm"), c.n_embd).await?,
+            embed: match has_embed {
+                true => Some(self.matrix(&n("embed_tokens"), c.n_embd, c.n_vocab).await?),
+                false => None,
+            },
+            head_norm: match has_head_norm {
+                true => Some(self.vector(&n("shared_head_norm"), c.n_embd).await?),
+                false => None,
+            },
+            head: match has_head {
+                true => Some(
+                    self.matrix(&n("shared_head_head"), c.n_embd, c.n_vocab)
+                        .await?,
+                ),
+                false => None,
+            },
+            block: self.layer(i, c).await?,
+        })
+    }
 }
 
 impl Weights {
@@ -352,102 +508,17 @@ impl Weights {
             progress,
             _bytes: std::marker::PhantomData,
         };
-        let q_dim = c.n_head * c.head_dim;
-        let kv_dim = c.n_kv_head * c.head_dim;
         let token_embd = l.matrix("token_embd.weight", c.n_embd, c.n_vocab).await?;
         let mut layers = Vec::with_capacity(c.n_layer as usize);
         for i in 0..c.n_layer {
-            let n = |s: &str| format!("blk.{i}.{s}");
-            let (q, k, v) = (n("attn_q.weight"), n("attn_k.weight"), n("attn_v.weight"));
-            let (bq, bk, bv) = (n("attn_q.bias"), n("attn_k.bias"), n("attn_v.bias"));
-            let has_bias = c.qkv_bias || g.tensor(&bq).is_some();
-            layers.push(Layer {
-                attn_norm: l.vector(&n("attn_norm.weight"), c.n_embd).await?,
-                wqkv: l
-                    .stacked(
-                        &n("attn_qkv"),
-                        &[(&q, q_dim), (&k, kv_dim), (&v, kv_dim)],
-                        c.n_embd,
-                    )
-                    .await?,
-                bqkv: if has_bias {
-                    Some(
-                        l.vectors(&[(&bq, q_dim), (&bk, kv_dim), (&bv, kv_dim)])
-                            .await?,
-                    )
-                } else {
-                    None
-                },
-                q_norm: if c.qk_norm || g.tensor(&n("attn_q_norm.weight")).is_some() {
-                    Some(l.vector(&n("attn_q_norm.weight"), c.head_dim).await?)
-                } else {
-                    None
-                },
-                k_norm: if c.qk_norm || g.tensor(&n("attn_k_norm.weight")).is_some() {
-                    Some(l.vector(&n("attn_k_norm.weight"), c.head_dim).await?)
-                } else {
-                    None
-                },
-                wo: l.matrix(&n("attn_output.weight"), q_dim, c.n_embd).await?,
-                post_attn_norm: if c.post_norms {
-                    Some(l.vector(&n("post_attention_norm.weight"), c.n_embd).await?)
-                } else {
-                    None
-                },
-                // glm4moe names the FFN input norm post_attention_norm.
-                ffn_norm: l
-                    .vector(
-                        &n(if c.arch == Arch::Glm4Moe {
-                            "post_attention_norm.weight"
-                        } else {
-                            "ffn_norm.weight"
-                        }),
-                        c.n_embd,
-                    )
-                    .await?,
-                ffn: match c.moe {
-                    Some(m) if c.is_moe_layer(i) => {
-                        let ne = m.routing.n_expert;
-                        Ffn::Moe(Box::new(MoeFfn {
-                            router: l.matrix(&n("ffn_gate_inp.weight"), c.n_embd, ne).await?,
-                            bias: match g.tensor(&n("exp_probs_b.bias")) {
-                                Some(_) => Some(l.vector(&n("exp_probs_b.bias"), ne).await?),
-                                None => None,
-                            },
-                            gate_up: l
-                                .experts(
-                                    &n("ffn_gate_up_exps"),
-                                    &[&n("ffn_gate_exps.weight"), &n("ffn_up_exps.weight")],
-                                    ne,
-                                    m.n_ff_exp,
-                                    c.n_embd,
-                                )
-                                .await?,
-                            down: l
-                                .experts(
-                                    &n("ffn_down_exps"),
-                                    &[&n("ffn_down_exps.weight")],
-                                    ne,
-                                    c.n_embd,
-                                    m.n_ff_exp,
-                                )
-                                .await?,
-                            shared: if m.n_shared > 0 {
-                                Some(l.dense_ffn(i, "_shexp", c.n_embd).await?)
-                            } else {
-                                None
-                            },
-                        }))
-                    }
-                    _ => Ffn::Dense(l.dense_ffn(i, "", c.n_embd).await?),
-                },
-                post_ffn_norm: if c.post_norms {
-                    Some(l.vector(&n("post_ffw_norm.weight"), c.n_embd).await?)
-                } else {
-                    None
-                },
-            });
+            layers.push(l.layer(i, c).await?);
         }
+        // A GGUF may keep `nextn_predict_layers` yet leave the MTP tensors out (converted
+        // without them), as llama.cpp allows.
+        let mtp = match g.tensor(&format!("blk.{}.nextn.eh_proj.weight", c.n_layer)) {
+            Some(_) if c.n_nextn > 0 => Some(l.mtp(c).await?),
+            _ => None,
+        };
         let output_norm = l.vector("output_norm.weight", c.n_embd).await?;
         let output = if g.tensor("output.weight").is_some() {
             Some(l.matrix("output.weight", c.n_embd, c.n_vocab).await?)
@@ -457,6 +528,7 @@ impl Weights {
         Ok(Weights {
             token_embd,
             layers,
+            mtp,
             output_norm,
             output,
         })

@@ -391,27 +391,32 @@ async fn rope_store_matches_the_reference() {
     }
 }
 
-/// rmsnorm in its subgroup variant (where the adapter has subgroups) and its portable one.
+/// rmsnorm in its subgroup variant (where the adapter has subgroups) and its portable one; rows
+/// of `y` wider than `dim` written from a column (the MTP head's concatenation) too.
 async fn rmsnorm_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
     let cases = [
-        (1u32, 1u32, 1u32, false, Rows::Tokens, 1e-5f32),
-        (576, 7, 1, false, Rows::Tokens, 1e-5),
-        (640, 5, 1, true, Rows::Tokens, 1e-6),
-        (1000, 9, 3, false, Rows::Out, 1e-5),
-        (2048, 4, 4, true, Rows::Out, 1e-6),
-        (257, 300, 1, false, Rows::Tokens, 1e-2),
+        (1u32, 1u32, 1u32, false, Rows::Tokens, 1e-5f32, None),
+        (576, 7, 1, false, Rows::Tokens, 1e-5, None),
+        (640, 5, 1, true, Rows::Tokens, 1e-6, None),
+        (1000, 9, 3, false, Rows::Out, 1e-5, None),
+        (2048, 4, 4, true, Rows::Out, 1e-6, None),
+        (257, 300, 1, false, Rows::Tokens, 1e-2, None),
+        (64, 5, 1, false, Rows::Tokens, 1e-5, Some((128u32, 64u32))),
+        (300, 3, 1, false, Rows::Tokens, 1e-5, Some((601, 0))),
+        (96, 4, 2, true, Rows::Out, 1e-5, Some((200, 101))),
     ];
     // The portable variant too where the subgroup one runs.
     let both = kernels::subgroups_fit(&gpu, 256);
     let variants = [true].into_iter().chain(both.then_some(false));
-    for (subgroups, (dim, n_tokens, n_out, accumulate, rows, eps)) in
+    for (subgroups, (dim, n_tokens, n_out, accumulate, rows, eps, y_cols)) in
         variants.flat_map(|v| cases.map(|c| (v, c)))
     {
+        let (stride, col0) = y_cols.unwrap_or((dim, 0));
         let x = random_f32(dim as u64, (n_tokens * dim) as usize, 3.0);
         let w = random_f32(dim as u64 + 1, dim as usize, 1.0);
-        let y0 = random_f32(dim as u64 + 2, (n_tokens * dim) as usize, 1.0);
+        let y0 = random_f32(dim as u64 + 2, (n_tokens * stride) as usize, 1.0);
         let xb = upload(&gpu, "x", &x);
         let wb = upload(&gpu, "w", &w);
         let yb = upload(&gpu, "y", &y0);
@@ -428,6 +433,7 @@ async fn rmsnorm_matches_the_reference() {
                 rows,
                 when: When::Always,
                 subgroups,
+                y_cols,
             },
         )
         .unwrap();
@@ -446,19 +452,27 @@ async fn rmsnorm_matches_the_reference() {
             Rows::Tokens => (0, n_tokens),
             Rows::Out => (n_tokens - n_out, n_out),
         };
-        let mut want = y0.clone();
+        // The reference on rows of dim, then placed in rows of stride from col0.
+        let (dim_u, stride_u, col0_u) = (dim as usize, stride as usize, col0 as usize);
+        let mut packed: Vec<f32> = (0..count as usize)
+            .flat_map(|r| y0[r * stride_u + col0_u..][..dim_u].to_vec())
+            .collect();
         reference::rmsnorm(
             &x,
             &w,
-            &mut want,
-            dim as usize,
+            &mut packed,
+            dim_u,
             eps,
             accumulate,
             first as usize,
             count as usize,
         );
+        let mut want = y0.clone();
+        for (r, row) in packed.chunks(dim_u).enumerate() {
+            want[r * stride_u + col0_u..][..dim_u].copy_from_slice(row);
+        }
         let shape = format!(
-            "dim {dim}, tokens {n_tokens}, out {n_out}, accumulate {accumulate}, {rows:?}, eps {eps}, subgroups {}",
+            "dim {dim}, tokens {n_tokens}, out {n_out}, accumulate {accumulate}, {rows:?}, eps {eps}, y columns {y_cols:?}, subgroups {}",
             subgroups && kernels::subgroups_fit(&gpu, 256)
         );
         assert_close(

@@ -1,0 +1,342 @@
+//! Multi-token prediction in a session: the MTP layer's KV cache is kept in step with the
+//! target's (each target pass is followed by the MTP pass over its pairs), and a speculative
+//! round drafts with the MTP layer chained on the GPU, verifies in one target pass, and catches
+//! the MTP layer up, all in one submit with one readback.
+//!
+//! MTP position `j` holds the pair (`h_j`, `t_{j+1}`): the target's hidden state at position `j`
+//! (after its final norm) and the token after it, so the layer's output there predicts
+//! `t_{j+2}`. Positions `[0, valid)` hold the right pairs.
+
+use crate::kernels::{self, Dispatch, NormOpts, Rows, StepInfo, StepUniform, When};
+use crate::speculative::accepted_prefix;
+use crate::{Error, Result};
+
+use super::plan::{Activations, MtpBuffers};
+use super::recipe::record_mtp;
+use super::{Model, Session};
+
+/// A session's MTP layer: its buffers, its pass recorded once, and where its cache stands.
+pub(super) struct Mtp {
+    bufs: MtpBuffers,
+    /// The MTP pass over `bufs.tokens` and `bufs.h` ([`record_mtp`]).
+    forward: Vec<Dispatch>,
+    /// Greedy draft: the argmax of the MTP pass's logits row into `bufs.tokens[0]`, the next
+    /// draft step's input.
+    greedy: [Dispatch; 2],
+    /// `bufs.h = RMSNorm(x) * output_norm` for every token of a target pass: its hidden states,
+    /// the pairs' `h`.
+    fill: Dispatch,
+    /// The step uniforms of a round's MTP passes, copied into `bufs.step` before each (one
+    /// submit holds several passes of different shapes).
+    steps: wgpu::Buffer,
+    /// The drafts of a round, `[max_verify]` u32.
+    drafts: wgpu::Buffer,
+    /// Readback of a round: the target's ids, then the drafts.
+    staging: wgpu::Buffer,
+    /// MTP positions `[0, valid)` hold the right pairs.
+    pub(super) valid: u32,
+    /// The row of `act.out_norm` that holds the hidden state of the last token fed, where the
+    /// last pass left it there ([`Session::mtp_prefill`], [`Session::mtp_round`]).
+    pub(super) h_row: Option<u32>,
+}
+
+impl Mtp {
+    pub(super) fn new(
+        model: &Model,
+        act: &Activations,
+        bufs: MtpBuffers,
+        max_verify: u32,
+        ctx: u32,
+    ) -> Result<Mtp> {
+        let (gpu, c) = (&*model.gpu, &model.config);
+        // The MTP passes share the session's activations, with their own token ids and step.
+        let mut view = act.clone();
+        view.tokens = bufs.tokens.clone();
+        view.step = bufs.step.clone();
+        let forward = record_mtp(gpu, model, &view, &bufs, ctx)?;
+        let greedy = kernels::argmax(
+            gpu,
+            &act.logits,
+            &bufs.tokens,
+            &act.argmax_partial,
+            c.n_vocab,
+            1,
+        )?;
+        let fill = kernels::rmsnorm(
+            gpu,
+            &act.x,
+            &model.weights.output_norm,
+            &bufs.h,
+            &act.step,
+            c.n_embd,
+            c.rms_eps,
+            NormOpts {
+                accumulate: false,
+                rows: Rows::Tokens,
+                when: When::Always,
+                subgroups: true,
+                y_cols: None,
+            },
+        )?;
+        let n = max_verify as u64;
+        let uniform = size_of::<StepUniform>() as u64;
+        Ok(Mtp {
+            forward,
+            greedy,
+            fill,
+            steps: gpu.storage("mtp_steps", (n + 1) * uniform)?,
+            drafts: gpu.storage("mtp_drafts", n * 4)?,
+            staging: gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("mtp readback"),
+                size: 2 * n * 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            }),
+            bufs,
+            valid: 0,
+            h_row: None,
+        })
+    }
+
+    /// Records the MTP pass for the shape `s` (its step uniform already in `bufs.step`).
+    fn record(&self, encoder: &mut wgpu::CommandEncoder, s: &StepInfo, greedy: bool) {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        let tail: &[Dispatch] = if greedy { &self.greedy } else { &[] };
+        for d in self.forward.iter().chain(tail) {
+            d.record(&mut pass, s);
+        }
+    }
+}
+
+impl Session {
+    /// Whether the model has an MTP layer to draft with.
+    pub fn has_mtp(&self) -> bool {
+        self.mtp.is_some()
+    }
+
+    fn mtp_ref(&self) -> Result<&Mtp> {
+        self.mtp.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(
+                "this model has no MTP layer: speculate with a draft model instead".into(),
+            )
+        })
+    }
+
+    /// Feeds `prompt` (reusing what the caches hold of it) with the MTP layer kept in step, and
+    /// returns the greedy next token and the number of prompt tokens fed. Starts a run of
+    /// [`Session::mtp_round`]s.
+    pub async fn mtp_prefill(&mut self, prompt: &[u32]) -> Result<(u32, usize)> {
+        let valid = self.mtp_ref()?.valid;
+        let p = prompt.len();
+        if p == 0 {
+            return Err(Error::InvalidArgument("the prompt is empty".into()));
+        }
+        // Keep the positions whose target KV and MTP pair are both right: the pair at the
+        // first position fed must be made here, from its hidden state.
+        let common = self
+            .history()
+            .iter()
+            .zip(prompt)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let start = (valid as usize).min(common.saturating_sub(1)).min(p - 1);
+        self.truncate(start as u32);
+        self.check_tokens(&prompt[start..])?;
+        let ubatch = self.opts.ubatch as usize;
+        let mut greedy = crate::sampling::Sampler::greedy();
+        let mut readback = None;
+        let mut p0 = start;
+        while p0 < p {
+            let chunk = &prompt[p0..(p0 + ubatch).min(p)];
+            let last = p0 + chunk.len() == p;
+            let sampler = last.then_some(&mut greedy);
+            readback = self.pass(Some(chunk), chunk.len() as u32, last as u32, sampler);
+            // The pairs of this chunk: each token's hidden state with the prompt token after it.
+            let pairs = chunk.len().min(p - 1 - p0);
+            self.mtp_catch_up(&prompt[p0 + 1..p0 + 1 + pairs], p0 as u32);
+            p0 += chunk.len();
+        }
+        let id = self
+            .read_token(readback.expect("the last chunk samples"))
+            .await?;
+        let m = self.mtp.as_mut().expect("checked above");
+        m.valid = p as u32 - 1;
+        m.h_row = Some(0);
+        Ok((id, p - start))
+    }
+
+    /// After a target pass over positions `pos0..`: its hidden states into the MTP's `h`, then
+    /// the MTP pass over the pairs (`h_{pos0 + j}`, `next[j]`), one submit.
+    fn mtp_catch_up(&mut self, next: &[u32], pos0: u32) {
+        let gpu = self.model.gpu.clone();
+        let m = self.mtp.as_ref().expect("an MTP layer");
+        let main = StepInfo {
+            n_tokens: self.pos - pos0,
+            pos: pos0,
+            n_out: 0,
+        };
+        let s = StepInfo {
+            n_tokens: next.len() as u32,
+            pos: pos0,
+            n_out: 0,
+        };
+        gpu.queue
+            .write_buffer(&m.bufs.tokens, 0, bytemuck::cast_slice(next));
+        gpu.queue
+            .write_buffer(&m.bufs.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            m.fill.record(&mut pass, &main);
+        }
+        if !next.is_empty() {
+            m.record(&mut encoder, &s, false);
+        }
+        gpu.submit(encoder.finish());
+    }
+
+    /// Checks that an MTP round can follow (the MTP cache one position behind the target's, the
+    /// last hidden state in `act.out_norm`) and writes its draft steps' inputs: `last` as the
+    /// first step's token, and the step uniforms of `draft_steps` steps and the catch-up after
+    /// them (`catch_up` pairs). Returns the `out_norm` row of the last hidden state.
+    fn mtp_inputs(&self, last: u32, draft_steps: u32, catch_up: u32) -> Result<u32> {
+        let m = self.mtp_ref()?;
+        let pos0 = self.pos;
+        let h_row = match m.h_row {
+            Some(r) if m.valid + 1 == pos0 => r,
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "an MTP round follows mtp_prefill or another round".into(),
+                ))
+            }
+        };
+        let steps: Vec<StepUniform> = (0..draft_steps)
+            .map(|i| StepUniform::from(draft_step(pos0, i)))
+            .chain([StepUniform::from(StepInfo {
+                n_tokens: catch_up,
+                pos: pos0,
+                n_out: 0,
+            })])
+            .collect();
+        let queue = &self.model.gpu.queue;
+        queue.write_buffer(&m.steps, 0, bytemuck::cast_slice(&steps));
+        queue.write_buffer(&m.bufs.tokens, 0, bytemuck::bytes_of(&last));
+        Ok(h_row)
+    }
+
+    /// Records `draft_steps` MTP draft steps chained on the GPU: the first from the hidden state
+    /// in `out_norm` row `h_row` and the token in `bufs.tokens[0]`, each later one from the
+    /// previous one's head norm and greedy draft; the first `n` drafts go to the target's token
+    /// ids after `last` and to `drafts`.
+    fn record_drafts(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        h_row: u32,
+        draft_steps: u32,
+        n: usize,
+    ) {
+        let m = self.mtp.as_ref().expect("an MTP layer");
+        let row = self.model.config.n_embd as u64 * 4;
+        let uniform = size_of::<StepUniform>() as u64;
+        encoder.copy_buffer_to_buffer(&self.act.out_norm, h_row as u64 * row, &m.bufs.h, 0, row);
+        for i in 0..draft_steps {
+            encoder.copy_buffer_to_buffer(&m.steps, i as u64 * uniform, &m.bufs.step, 0, uniform);
+            m.record(encoder, &draft_step(self.pos, i), true);
+            if (i as usize) < n {
+                let at = (i as u64 + 1) * 4;
+                encoder.copy_buffer_to_buffer(&m.bufs.tokens, 0, &self.act.tokens, at, 4);
+                encoder.copy_buffer_to_buffer(&m.bufs.tokens, 0, &m.drafts, at - 4, 4);
+            }
+        }
+    }
+
+    /// The logits of the MTP layer's first draft after `last` (its greedy pick is the first
+    /// draft), for the golden test.
+    #[cfg(test)]
+    pub(crate) async fn mtp_draft_logits(&mut self, last: u32) -> Result<Vec<f32>> {
+        let h_row = self.mtp_inputs(last, 1, 0)?;
+        let gpu = self.model.gpu.clone();
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        self.record_drafts(&mut encoder, h_row, 1, 0);
+        gpu.submit(encoder.finish());
+        gpu.read_f32(&self.act.logits, 0, self.model.config.n_vocab as usize)
+            .await
+    }
+
+    /// One speculative round after `last` (the target's latest token, not yet fed): the MTP
+    /// layer drafts `n` tokens chained on the GPU, the target verifies `[last, drafts..]` in
+    /// one pass, the MTP layer catches up on the verified pairs; one submit, one readback.
+    /// Keeps the agreeing prefix (rolling both KV caches back) and returns the drafts and the
+    /// target's token after each fed one (`targets[k]` is the next `last`, `k` the drafts
+    /// accepted).
+    pub async fn mtp_round(&mut self, last: u32, n: usize) -> Result<(Vec<u32>, Vec<u32>)> {
+        self.discard_ahead();
+        let fed = n as u32 + 1;
+        if fed > self.max_verify() {
+            return Err(Error::InvalidArgument(format!(
+                "{n} drafts do not fit one verification of at most {} tokens (lower the draft \
+                 length)",
+                self.max_verify()
+            )));
+        }
+        self.check_tokens(&vec![last; fed as usize])?;
+        // One draft step runs even without drafts: it makes the MTP pair (h, last).
+        let draft_steps = n.max(1) as u32;
+        let h_row = self.mtp_inputs(last, draft_steps, n as u32)?;
+        let pos0 = self.pos;
+        let gpu = self.model.gpu.clone();
+        gpu.queue
+            .write_buffer(&self.act.tokens, 0, bytemuck::bytes_of(&last));
+        // The drafts reach the target's token ids on the GPU.
+        let main = self.feed(None, fed, fed);
+        self.sampled = None;
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        self.record_drafts(&mut encoder, h_row, draft_steps, n);
+        let m = self.mtp.as_ref().expect("checked in mtp_inputs");
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for d in self.forward.iter().chain(&self.verify_greedy) {
+                d.record(&mut pass, &main);
+            }
+            m.fill.record(&mut pass, &main);
+        }
+        if n > 0 {
+            let uniform = size_of::<StepUniform>() as u64;
+            encoder.copy_buffer_to_buffer(&self.act.tokens, 4, &m.bufs.tokens, 0, n as u64 * 4);
+            let at = draft_steps as u64 * uniform;
+            encoder.copy_buffer_to_buffer(&m.steps, at, &m.bufs.step, 0, uniform);
+            let catch_up = StepInfo {
+                n_tokens: n as u32,
+                pos: pos0,
+                n_out: 0,
+            };
+            m.record(&mut encoder, &catch_up, false);
+            encoder.copy_buffer_to_buffer(&m.drafts, 0, &m.staging, fed as u64 * 4, n as u64 * 4);
+        }
+        encoder.copy_buffer_to_buffer(&self.act.targets, 0, &m.staging, 0, fed as u64 * 4);
+        let submission = gpu.submit(encoder.finish());
+        self.pos += fed;
+        let bytes = (fed as u64 + n as u64) * 4;
+        let ids: Vec<u32> =
+            bytemuck::pod_collect_to_vec(&gpu.map_staging(&m.staging, bytes, submission).await?);
+        let (targets, drafts) = ids.split_at(fed as usize);
+        self.history.push(last);
+        self.history.extend_from_slice(drafts);
+        let k = accepted_prefix(drafts, targets);
+        self.truncate(pos0 + k as u32 + 1);
+        let m = self.mtp.as_mut().expect("checked in mtp_inputs");
+        m.valid = pos0 + k as u32;
+        m.h_row = Some(k as u32);
+        Ok((drafts.to_vec(), targets.to_vec()))
+    }
+}
+
+/// Draft step `i` of a round whose first fed token is at `pos0`: the pair at MTP position
+/// `pos0 - 1 + i`.
+fn draft_step(pos0: u32, i: u32) -> StepInfo {
+    StepInfo {
+        n_tokens: 1,
+        pos: pos0 - 1 + i,
+        n_out: 1,
+    }
+}

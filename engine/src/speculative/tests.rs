@@ -1,0 +1,225 @@
+//! Speculative decoding on the tiny fixtures (compiled in, so these run natively and in the
+//! browser): greedy tokens with a drafter equal the tokens without over 20 prompts, for a draft
+//! model and for the MTP layer; the acceptance bookkeeping is right (a drafter identical to the
+//! target is always accepted; a different one is not, yet changes nothing); and the MTP layer's
+//! logits and drafts match torch on the GGUF's own weights (tests/golden/mtp_*.json).
+
+use std::sync::Arc;
+
+use super::{Drafter, SpecStats};
+use crate::generate::{generate_with, GenerateOptions, StopReason};
+use crate::gguf::Gguf;
+use crate::kernels::reference;
+use crate::kernels::tests::{assert_close, gpu, gpu_tests};
+use crate::model::{Model, Session, SessionOptions};
+use crate::sampling::{Sampler, SamplerParams};
+use crate::tokenizer::Tokenizer;
+
+const LLAMA: &[u8] = include_bytes!("../../../tests/fixtures/tiny-llama.gguf");
+const QWEN3: &[u8] = include_bytes!("../../../tests/fixtures/tiny-qwen3.gguf");
+const GLM_MTP: &[u8] = include_bytes!("../../../tests/fixtures/tiny-glm4moe-mtp.gguf");
+const GLM_MTP_GOLDEN: &str = include_str!("../../../tests/golden/mtp_tiny-glm4moe-mtp.json");
+
+struct Loaded {
+    model: Arc<Model>,
+    tokenizer: Tokenizer,
+}
+
+async fn load(bytes: &'static [u8]) -> Loaded {
+    let g = Gguf::parse(&bytes).unwrap();
+    let model = Model::load(gpu().await, &g, &bytes, &mut |_| {})
+        .await
+        .unwrap();
+    Loaded {
+        model: Arc::new(model),
+        tokenizer: Tokenizer::from_gguf(&g).unwrap(),
+    }
+}
+
+/// A context the longest generations below run into.
+const CTX: u32 = 40;
+
+async fn session(m: &Loaded) -> Session {
+    let opts = SessionOptions {
+        ctx: CTX,
+        ubatch: 16,
+    };
+    Session::new(m.model.clone(), opts).await.unwrap()
+}
+
+/// 20 prompts of 1 to 20 seeded ids (past the special tokens at the vocabulary's start).
+fn prompts(n_vocab: u32) -> Vec<Vec<u32>> {
+    (0..20u32)
+        .map(|i| {
+            (0..=i)
+                .map(|j| 3 + (i * 7919 + j * 104_729 + i * j * 31) % (n_vocab - 3))
+                .collect()
+        })
+        .collect()
+}
+
+fn greedy(max_tokens: usize, draft_max: usize) -> GenerateOptions {
+    GenerateOptions {
+        max_tokens,
+        stop_at_eog: false,
+        sampling: SamplerParams::greedy(),
+        draft_max,
+    }
+}
+
+/// Generates after every prompt with and without `drafter` (the same session, so cached
+/// prefixes are reused across prompts as in a chat); asserts the tokens are the same and
+/// returns the speculation's totals.
+async fn identical_with(target: &Loaded, mut drafter: Drafter<'_>, draft_max: usize) -> SpecStats {
+    let mut plain = session(target).await;
+    let mut spec = session(target).await;
+    let mut total = SpecStats::default();
+    for (i, prompt) in prompts(target.model.config.n_vocab).iter().enumerate() {
+        // Budgets that end inside a speculative step, and runs to the end of the context.
+        let max_tokens = [12, 5, CTX as usize][i % 3];
+        let opts = greedy(max_tokens, draft_max);
+        let t = &target.tokenizer;
+        let want = generate_with(&mut plain, None, t, prompt, &opts, |_| true)
+            .await
+            .unwrap();
+        let got = generate_with(&mut spec, Some(&mut drafter), t, prompt, &opts, |_| true)
+            .await
+            .unwrap();
+        let case = format!("prompt {i}, {draft_max} drafts");
+        assert_eq!(got.tokens, want.tokens, "{case}: tokens with speculation");
+        assert_eq!(got.stop, want.stop, "{case}: stop reason");
+        assert_eq!(got.text, want.text, "{case}: text");
+        if max_tokens == CTX as usize {
+            assert_eq!(got.stop, StopReason::ContextFull, "{case}");
+        }
+        let s = got.speculation.expect("speculation ran");
+        assert_eq!(
+            s.accepted + s.passes,
+            got.tokens.len() - 1,
+            "{case}: every token after the first comes from a verification"
+        );
+        total.drafted += s.drafted;
+        total.accepted += s.accepted;
+        total.passes += s.passes;
+    }
+    total
+}
+
+/// The target as its own draft model: every draft is accepted.
+async fn a_draft_model_identical_to_the_target_is_always_accepted() {
+    let target = load(LLAMA).await;
+    let mut d = session(&target).await;
+    let s = identical_with(&target, Drafter::Model(&mut d), 4).await;
+    assert!(s.drafted > 0);
+    assert_eq!(s.accepted, s.drafted, "{s:?}");
+    assert_eq!(s.acceptance_rate(), 1.0);
+}
+
+/// A different draft model (another family's random weights, the same tokenizer): drafts are
+/// rejected, and the output is the target's all the same.
+async fn a_different_draft_model_changes_nothing() {
+    let target = load(LLAMA).await;
+    let draft = load(QWEN3).await;
+    let mut d = session(&draft).await;
+    for draft_max in [1, 4] {
+        let s = identical_with(&target, Drafter::Model(&mut d), draft_max).await;
+        assert!(s.drafted > 0 && s.accepted < s.drafted, "{s:?}");
+    }
+}
+
+/// The MTP layer drafting for its model: the same tokens as without it, for draft lengths 0
+/// (the pair is still made), 1, 3 and 6.
+async fn mtp_changes_nothing() {
+    let target = load(GLM_MTP).await;
+    for draft_max in [0, 1, 3, 6] {
+        let s = identical_with(&target, Drafter::Mtp, draft_max).await;
+        assert!(draft_max == 0 || s.drafted > 0, "{s:?}");
+        eprintln!(
+            "tiny-glm4moe-mtp, {draft_max} drafts: acceptance {:.3}, {:.2} tokens a pass ({s:?})",
+            s.acceptance_rate(),
+            s.tokens_per_pass()
+        );
+    }
+}
+
+/// The MTP layer against torch on the GGUF's weights: the first draft's logits after each
+/// golden prompt and its greedy next token, and the chained drafts (compared up to the first
+/// near tie: a draft within 1e-3 of its runner-up may go either way).
+async fn mtp_matches_torch() {
+    let golden: serde_json::Value = serde_json::from_str(GLM_MTP_GOLDEN).unwrap();
+    let m = load(GLM_MTP).await;
+    let mut s = session(&m).await;
+    let ids = |v: &serde_json::Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect()
+    };
+    for case in golden["cases"].as_array().unwrap() {
+        let prompt = ids(&case["prompt_tokens"]);
+        let name = format!("prompt of {}", prompt.len());
+        s.truncate(0);
+        let (next, _) = s.mtp_prefill(&prompt).await.unwrap();
+        assert_eq!(next, case["next_token"].as_u64().unwrap() as u32, "{name}");
+        let logits = s.mtp_draft_logits(next).await.unwrap();
+        let want: Vec<f32> = case["mtp_logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
+        assert_close("mtp logits", &name, &logits, &want, 1e-9, 2e-3);
+        let want_drafts = ids(&case["drafts"]);
+        assert_eq!(reference::argmax(&logits), want_drafts[0], "{name}");
+        // Drafts chained on the GPU, up to the first near tie.
+        let margins = case["margins"].as_array().unwrap();
+        let sure = margins
+            .iter()
+            .take_while(|m| m.as_f64().unwrap() >= 1e-3)
+            .count();
+        s.truncate(0);
+        let (next, _) = s.mtp_prefill(&prompt).await.unwrap();
+        let (drafts, _) = s.mtp_round(next, want_drafts.len()).await.unwrap();
+        assert_eq!(
+            drafts[..sure],
+            want_drafts[..sure],
+            "{name}: chained drafts"
+        );
+    }
+}
+
+/// `verify` returns the greedy token after each fed token: feeding the greedy continuation
+/// gives that continuation shifted by one, after a wrong token the argmax of the logits there,
+/// and too many tokens for one pass is an error.
+async fn verify_gives_the_greedy_token_after_each_row() {
+    let m = load(GLM_MTP).await;
+    let mut s = session(&m).await;
+    let prompt = [4u32, 99, 250, 17];
+    let mut g = Sampler::greedy();
+    let mut seq = vec![s.prefill(&prompt, &mut g).await.unwrap()];
+    for _ in 0..6 {
+        seq.push(s.decode_last(&mut g).await.unwrap());
+    }
+    let p = prompt.len() as u32;
+    s.truncate(p);
+    assert_eq!(s.verify(&seq[..6]).await.unwrap(), seq[1..7]);
+    assert_eq!(s.pos(), p + 6);
+    s.truncate(p + 2);
+    let wrong = (seq[2] + 1) % m.model.config.n_vocab;
+    let got = s.verify(&[wrong, seq[3]]).await.unwrap();
+    s.truncate(p + 2);
+    let logits = s.eval(&[wrong], 1).await.unwrap();
+    assert_eq!(got[0], reference::argmax(&logits), "after a wrong token");
+    s.truncate(0);
+    let many = vec![1u32; s.max_verify() as usize + 1];
+    assert!(s.verify(&many).await.is_err());
+}
+
+gpu_tests!(
+    a_draft_model_identical_to_the_target_is_always_accepted,
+    a_different_draft_model_changes_nothing,
+    mtp_changes_nothing,
+    mtp_matches_torch,
+    verify_gives_the_greedy_token_after_each_row,
+);
