@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The browser tests (see web/README.md): builds the wasm engine and the npm package, then runs
-#   1. the engine's kernel tests as wasm-bindgen tests in headless Chromium (SwiftShader WebGPU),
+#   1. the engine's kernel and speculative-decoding tests as wasm-bindgen tests in headless
+#      Chromium (SwiftShader WebGPU),
 #   2. the npm package's API in Node on Dawn (npm `webgpu`),
 #   3. the chat page end to end in Chromium driven by playwright-core.
 # Needs: chromium + chromium-driver (apt), the wasm32 target, wasm-bindgen-cli at the version in
@@ -23,6 +24,10 @@ echo "== kernel tests in headless Chromium (wasm-bindgen-test)"
 # 262144-token vocabulary and hundreds of draws). WASM_BINDGEN_TEST_TIMEOUT: the whole run, in s.
 (cd engine && env -u VK_ICD_FILENAMES -u WGPU_BACKEND WASM_BINDGEN_TEST_TIMEOUT=600 \
   cargo test --release --target wasm32-unknown-unknown --lib -- kernels::tests --skip sample::)
+
+echo "== speculative decoding in headless Chromium (draft model and MTP: identity, goldens)"
+(cd engine && env -u VK_ICD_FILENAMES -u WGPU_BACKEND WASM_BINDGEN_TEST_TIMEOUT=600 \
+  cargo test --release --target wasm32-unknown-unknown --lib -- speculative::tests)
 
 echo "== npm API in Node (Dawn)"
 VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node web/tests/node-api.mjs

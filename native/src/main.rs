@@ -9,6 +9,7 @@ mod info;
 mod load;
 mod perplexity;
 mod run;
+mod speculate;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -4,13 +4,14 @@ use std::io::{BufRead, Write};
 
 use clap::Args;
 use serde_json::json;
-use tandem_engine::generate::{generate, GenerateOptions};
+use tandem_engine::generate::{generate_with, GenerateOptions};
 use tandem_engine::sampling::Mode;
 use tandem_engine::tokenizer::ChatMessage;
 use tandem_engine::{Error, Result};
 
 use crate::args::{ModelArgs, SamplingArgs};
 use crate::load::{self, Loaded};
+use crate::speculate::{SpecArgs, Speculator};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -34,7 +35,10 @@ pub struct RunArgs {
     pub ignore_eos: bool,
     #[command(flatten)]
     pub sampling: SamplingArgs,
-    /// Print one JSON object at the end (text, tokens, prompt_tokens, speeds, sampling)
+    #[command(flatten)]
+    pub speculative: SpecArgs,
+    /// Print one JSON object at the end (text, tokens, prompt_tokens, speeds, sampling,
+    /// speculation)
     #[arg(long)]
     pub json: bool,
 }
@@ -51,6 +55,8 @@ pub struct ChatArgs {
     pub max_tokens: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub speculative: SpecArgs,
 }
 
 /// The prompt's token ids: raw text (BOS where the model asks for it), or a chat turn.
@@ -86,12 +92,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         max_tokens: args.max_tokens,
         stop_at_eog: !args.ignore_eos,
         sampling: args.sampling.params(&l.recommended, mode),
-        ..Default::default()
+        draft_max: args.speculative.draft_max,
     };
+    let mut spec = Speculator::new(&args.speculative, &l)?;
+    let mut drafter = spec.drafter(&opts.sampling, args.model.quiet);
     let mut stdout = std::io::stdout();
     let streaming = !args.json;
-    let g = pollster::block_on(generate(
+    let g = pollster::block_on(generate_with(
         &mut l.session,
+        drafter.as_mut(),
         &l.tokenizer,
         &tokens,
         &opts,
@@ -100,10 +109,11 @@ pub fn run(args: RunArgs) -> Result<()> {
                 let _ = stdout.write_all(piece.as_bytes());
                 let _ = stdout.flush();
             }
+            true
         },
     ))?;
     if args.json {
-        let out = json!({
+        let mut out = json!({
             "text": g.text,
             "tokens": g.tokens,
             "prompt_tokens": tokens,
@@ -113,6 +123,9 @@ pub fn run(args: RunArgs) -> Result<()> {
             "stop": format!("{:?}", g.stop),
             "sampling": opts.sampling,
         });
+        if let (Some(o), serde_json::Value::Object(s)) = (out.as_object_mut(), spec.json(&g)) {
+            o.extend(s);
+        }
         println!("{out}");
     } else {
         println!();
@@ -126,6 +139,16 @@ pub fn run(args: RunArgs) -> Result<()> {
             g.decode_tokens_per_second(),
             g.stop
         );
+        if let Some(s) = g.speculation {
+            eprintln!(
+                "speculative ({:?}): {} of {} drafts accepted ({:.1}%), {:.2} tokens a pass",
+                spec.mode,
+                s.accepted,
+                s.drafted,
+                100.0 * s.acceptance_rate(),
+                s.tokens_per_pass()
+            );
+        }
     }
     Ok(())
 }
@@ -139,6 +162,7 @@ pub fn chat(args: ChatArgs) -> Result<()> {
     // Fail now, not after the first message, when the model has no template.
     prompt_tokens(&l, &[ChatMessage::new("user", "hi")], None)?;
     let sampling = args.sampling.params(&l.recommended, Mode::Chat);
+    let mut spec = Speculator::new(&args.speculative, &l)?;
     if !args.model.quiet {
         eprintln!("sampling: {}", crate::info::describe(&sampling));
     }
@@ -175,19 +199,22 @@ pub fn chat(args: ChatArgs) -> Result<()> {
             max_tokens: args.max_tokens,
             stop_at_eog: true,
             sampling: sampling.clone(),
-            ..Default::default()
+            draft_max: args.speculative.draft_max,
         };
         // One random stream per turn, reproducible from --seed, never the same twice.
         opts.sampling.seed = sampling.seed.wrapping_add(turn);
         turn += 1;
-        let g = pollster::block_on(generate(
+        let mut drafter = spec.drafter(&opts.sampling, args.model.quiet || turn > 1);
+        let g = pollster::block_on(generate_with(
             &mut l.session,
+            drafter.as_mut(),
             &l.tokenizer,
             &tokens,
             &opts,
             |p| {
                 let _ = stdout.write_all(p.as_bytes());
                 let _ = stdout.flush();
+                true
             },
         ));
         let g = match g {

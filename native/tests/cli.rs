@@ -382,3 +382,76 @@ fn bench_json_keeps_its_keys() {
     assert!(v["streaming_read_ceiling"].is_null());
     assert!(v["kernels"].as_object().unwrap().is_empty());
 }
+
+/// `run --json` with speculation: the same tokens as without, and its keys; MTP by default on a
+/// model with an MTP layer, a draft model with --draft.
+#[test]
+fn run_json_reports_the_speculation() {
+    let run = |model: &str, extra: &[&str]| -> serde_json::Value {
+        let model = fixture(model);
+        let mut args = vec![
+            "run",
+            "-q",
+            "-m",
+            model.to_str().unwrap(),
+            "-p",
+            "the quick brown fox",
+            "-n",
+            "12",
+            "--temperature",
+            "0",
+            "--ignore-eos",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = tandem(&args);
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let plain = run("tiny-glm4moe-mtp.gguf", &["--speculative", "off"]);
+    assert_eq!(plain["speculative"], "off");
+    assert!(plain["draft_tokens"].is_null());
+    let mtp = run("tiny-glm4moe-mtp.gguf", &["--draft-max", "4"]);
+    assert_eq!(mtp["speculative"], "mtp");
+    assert_eq!(mtp["tokens"], plain["tokens"]);
+    let drafted = mtp["draft_tokens"].as_u64().unwrap();
+    let accepted = mtp["accepted_tokens"].as_u64().unwrap();
+    assert!(drafted > 0 && accepted <= drafted);
+    let rate = mtp["acceptance_rate"].as_f64().unwrap();
+    assert!((rate - accepted as f64 / drafted as f64).abs() < 1e-9);
+    assert!(mtp["tokens_per_pass"].as_f64().unwrap() >= 1.0);
+    // The target as its own draft model: everything accepted.
+    let own = fixture("tiny-llama.gguf");
+    let draft = run("tiny-llama.gguf", &["--draft", own.to_str().unwrap()]);
+    let plain = run("tiny-llama.gguf", &[]);
+    assert_eq!(draft["speculative"], "draft");
+    assert_eq!(draft["tokens"], plain["tokens"]);
+    assert_eq!(draft["acceptance_rate"].as_f64(), Some(1.0));
+}
+
+/// Speculation the model or the flags cannot give fails with what to do.
+#[test]
+fn speculation_errors_say_what_to_do() {
+    let model = fixture("tiny-llama.gguf");
+    let smollm2 = tandem_engine::platform::model_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(smollm2.exists(), "run scripts/fetch-models.sh");
+    for (extra, want) in [
+        (vec!["--speculative", "mtp"], "no MTP layer"),
+        (vec!["--speculative", "draft"], "--draft PATH"),
+        // Another tokenizer, refused from its header.
+        (vec!["--draft", smollm2.to_str().unwrap()], "same tokenizer"),
+    ] {
+        let mut args = vec!["run", "-q", "-m", model.to_str().unwrap(), "-p", "hi"];
+        args.extend_from_slice(&extra);
+        let out = tandem(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{extra:?}: {err}"
+        );
+    }
+}

@@ -5,8 +5,9 @@ golden the engine's MTP head is checked against.
 The model: hidden 64, 2 main layers (layer 0 dense, layer 1 MoE: 8 experts in 2 groups, top-2,
 one shared expert, sigmoid router with score bias), and the MTP layer blk.2 (a MoE block plus
 nextn.eh_proj, enorm, hnorm, shared_head_norm, shared_head_head; no nextn.embed_tokens, so the
-engine falls back to token_embd as llama.cpp does). Weights are drawn like make_tiny_models.py's;
-the MTP tensors are written into the saved transformers checkpoint as model.layers.2.* (the names
+engine falls back to token_embd as llama.cpp does). Weights are drawn like make_tiny_models.py's,
+then the MTP layer is trained for a few hundred steps to predict the model's own greedy tokens
+(distill()), so that its drafts are accepted part of the time; the MTP tensors are written into the saved transformers checkpoint as model.layers.2.* (the names
 GLM-4.5's checkpoints use) and llama.cpp's convert_hf_to_gguf.py turns them into blk.2.nextn.*
 (--outtype q8_0, so the file stays under 1 MiB).
 
@@ -18,7 +19,9 @@ layer (transformers' Glm4MoeDecoderLayer with blk.2's weights) runs over the pai
 (src/models/glm4-moe.cpp graph_mtp: eh_proj(concat(enorm(embed(t)), hnorm(h))), the block, then
 shared_head_norm and shared_head_head); its logits at the last pair are the first draft's. Drafts
 2 and 3 chain: the next pair is (shared_head_norm of the last MTP row, the draft just made), at the
-next position.
+next position. forced_drafts: the MTP layer's pick at each pair along the model's greedy
+continuation, which each speculative round's first draft must equal whatever was accepted before
+(the MTP cache kept in step through verification and roll-back).
 
 Usage: python3 tests/reference/make_mtp_fixture.py --llama-cpp <llama.cpp source>
 """
@@ -38,6 +41,8 @@ OUT = tiny.FIXTURES / f"{NAME}.gguf"
 GOLDEN = tiny.REPO / "tests" / "golden" / f"mtp_{NAME}.json"
 SEED = 19
 N_DRAFTS = 3
+# Rounds of the teacher-forced check (golden forced_drafts).
+N_FORCED = 10
 
 
 def config(num_hidden_layers):
@@ -51,19 +56,69 @@ def config(num_hidden_layers):
                                           "partial_rotary_factor": 0.5})
 
 
-def mtp_tensors(seed):
-    """The MTP layer's tensors by HF name (model.layers.2.*): a random 3-layer glm4moe's layer 2
-    (drawn like make_tiny_models.build) plus the nextn projections and head."""
+def random_mtp(main, seed):
+    """An MTP layer drawn like make_tiny_models.build (the block is a random 3-layer glm4moe's
+    layer 2)."""
     full = tiny.build("glm4moe", config(3), seed)
     g = torch.Generator().manual_seed(seed + 1000)
-    out = {k: v for k, v in full.state_dict().items() if k.startswith("model.layers.2.")}
-    out["model.layers.2.mlp.gate.e_score_correction_bias"] = full.model.layers[2].mlp.gate.e_score_correction_bias
-    h = 64
-    out["model.layers.2.eh_proj.weight"] = 0.25 * (64 / (2 * h)) ** 0.5 * torch.randn((h, 2 * h), generator=g)
-    for n in ("enorm", "hnorm", "shared_head.norm"):
-        out[f"model.layers.2.{n}.weight"] = 1.0 + 0.3 * torch.randn((h,), generator=g)
-    out["model.layers.2.shared_head.head.weight"] = 0.5 * torch.randn((tiny.VOCAB, h), generator=g)
-    return {k: v.contiguous() for k, v in out.items()}
+    mtp = Mtp(main.config)
+    h = main.config.hidden_size
+    with torch.no_grad():
+        mtp.block.load_state_dict({k[len("model.layers.2."):]: v for k, v in full.state_dict().items()
+                                   if k.startswith("model.layers.2.")})
+        mtp.block.mlp.gate.e_score_correction_bias.copy_(full.model.layers[2].mlp.gate.e_score_correction_bias)
+        mtp.eh_proj.weight.copy_(0.25 * (64 / (2 * h)) ** 0.5 * torch.randn((h, 2 * h), generator=g))
+        for norm in (mtp.enorm, mtp.hnorm, mtp.head_norm):
+            norm.weight.copy_(1.0 + 0.3 * torch.randn((h,), generator=g))
+        mtp.head.weight.copy_(0.5 * torch.randn((tiny.VOCAB, h), generator=g))
+    return mtp
+
+
+def hf_tensors(mtp):
+    """The MTP layer's tensors by HF name (model.layers.2.*, the names GLM-4.5's checkpoints use)."""
+    sd = mtp.state_dict()
+    out = {f"model.layers.2.{k[len('block.'):]}": v for k, v in sd.items() if k.startswith("block.")}
+    for ours, hf in (("eh_proj", "eh_proj"), ("enorm", "enorm"), ("hnorm", "hnorm"),
+                     ("head_norm", "shared_head.norm"), ("head", "shared_head.head")):
+        out[f"model.layers.2.{hf}.weight"] = sd[f"{ours}.weight"]
+    return {k: v.detach().contiguous() for k, v in out.items() if "rotary" not in k}
+
+
+def distill(main, mtp, seed, steps=1500, n_seqs=2048):
+    """Trains the MTP layer on `main`'s greedy continuations of random prompts: at each pair
+    (h_i, t_{i+1}) whose t_{i+2} the model generated, the MTP layer learns t_{i+2}. A random MTP
+    layer drafts nothing the target accepts; a trained one exercises the accepted-draft paths
+    (KV roll-back, the hidden state of an accepted draft) and gives an acceptance rate worth
+    reporting."""
+    g = torch.Generator().manual_seed(seed + 2000)
+    seqs, starts = [], []
+    with torch.no_grad():
+        for _ in range(n_seqs):
+            n = int(torch.randint(1, 17, (1,), generator=g))
+            prompt = torch.cat([torch.tensor([[1]]), torch.randint(3, tiny.VOCAB, (1, n - 1), generator=g)], 1)
+            out = main.generate(prompt, max_new_tokens=40 - n, min_new_tokens=40 - n, do_sample=False,
+                                pad_token_id=0)
+            seqs.append(out[0, :40])
+            starts.append(n)
+    seqs = torch.stack(seqs)
+    with torch.no_grad():
+        hidden = torch.cat([main.model(seqs[i:i + 32]).last_hidden_state for i in range(0, len(seqs), 32)])
+    # Pair i: (h_i, t_{i+1}) -> t_{i+2}, learnt where t_{i+2} was generated.
+    tokens, labels = seqs[:, 1:-1], seqs[:, 2:].clone()
+    for row, n in enumerate(starts):
+        labels[row, :max(n - 2, 0)] = -100
+    opt = torch.optim.Adam(mtp.parameters(), lr=3e-3)
+    for step in range(steps):
+        idx = torch.randint(0, len(seqs), (64,), generator=g)
+        logits, _ = mtp(main, tokens[idx], hidden[idx, :-2])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, tiny.VOCAB), labels[idx].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % 250 == 0 or step == steps - 1:
+            with torch.no_grad():
+                ok = (logits.argmax(-1) == labels[idx])[labels[idx] != -100].float().mean()
+            print(f"  distill step {step}: loss {loss.item():.3f}, draft accuracy {ok.item():.3f}", flush=True)
 
 
 def save(model, extra):
@@ -191,8 +246,20 @@ def golden(main, mtp):
             margins.append(round(float(top[0] - top[1]), 6))
             h = torch.cat([h, hn[:, -1:]], dim=1)
             tokens = tokens + [d]
+        # Teacher-forced along the greedy continuation: the MTP layer's pick at each pair
+        # (h_i, t_{i+1}) from the last prompt position on, as each round's first draft.
+        seq = ids
+        for _ in range(N_FORCED + 1):  # plain argmax (generate's min_new_tokens would mask EOS)
+            seq = torch.cat([seq, main(seq).logits[:, -1:].argmax(-1)], dim=1)
+        h = main.model(seq).last_hidden_state
+        logits, _ = mtp(main, seq[:, 1:], h[:, :-1])
+        forced = logits[0, len(prompt) - 1:len(prompt) - 1 + N_FORCED]
+        top = torch.topk(forced, 2, dim=-1).values
         cases.append({"prompt_tokens": prompt, "next_token": b, "mtp_logits": first_logits,
-                      "drafts": drafts, "margins": margins})
+                      "drafts": drafts, "margins": margins,
+                      "continuation": seq[0, len(prompt):].tolist(),
+                      "forced_drafts": forced.argmax(-1).tolist(),
+                      "forced_margins": [round(float(m), 6) for m in top[:, 0] - top[:, 1]]})
     return cases
 
 
@@ -202,7 +269,13 @@ def main_():
     a = ap.parse_args()
     tiny.make_tokenizer()
     model = tiny.build("glm4moe", config(2), SEED)
-    hf_dir = save(model, mtp_tensors(SEED))
+    # The MTP layer learns from the q8_0 model, the one the engine runs (q8_0 changes some of
+    # the MoE routing, and so the greedy tokens): convert once, distill, convert again.
+    mtp = random_mtp(model, SEED)
+    tiny.convert(a.llama_cpp, save(model, hf_tensors(mtp)), OUT, "q8_0")
+    quantized, _ = load_from_gguf(OUT)
+    distill(quantized, mtp, SEED)
+    hf_dir = save(model, hf_tensors(mtp))
     tiny.convert(a.llama_cpp, hf_dir, OUT, "q8_0")
     kv = tiny.gguf_kv(OUT)
     assert kv["glm4moe.block_count"] == 3 and kv["glm4moe.nextn_predict_layers"] == 1, kv

@@ -374,6 +374,7 @@ impl Engine {
                     .or(m.recommended.clone())
                     .or(random)
                     .over(SamplerParams::chat()),
+                ..Default::default()
             };
             stop.set(false);
             let stop_flag = stop.clone();

@@ -1,0 +1,133 @@
+//! The speculative-decoding flags of `run` and `chat` and the drafter they choose: the model's
+//! own MTP layer, a draft model, or none.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use tandem_engine::generate::Generation;
+use tandem_engine::model::{Config, Model, Session, SessionOptions};
+use tandem_engine::sampling::SamplerParams;
+use tandem_engine::speculative::{check_draft_vocab, Drafter};
+use tandem_engine::{Error, Result};
+
+use crate::load::{open_gguf, Loaded};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Draft with the model's own multi-token-prediction layer
+    Mtp,
+    /// Draft with the model given by --draft
+    Draft,
+    /// Decode token by token
+    Off,
+}
+
+#[derive(Args, Clone)]
+pub struct SpecArgs {
+    /// Speculative decoding, with greedy sampling (--temperature 0): drafts checked by the model
+    /// in one pass, the same tokens as without [default: mtp where the model has an MTP layer,
+    /// draft where --draft is given, else off]
+    #[arg(long, value_enum)]
+    pub speculative: Option<Mode>,
+    /// A draft model for --speculative draft (same tokenizer as the model)
+    #[arg(long)]
+    pub draft: Option<PathBuf>,
+    /// Most draft tokens a speculative step proposes
+    #[arg(long, default_value_t = 3)]
+    pub draft_max: usize,
+}
+
+/// The drafter `run` and `chat` generate with.
+pub struct Speculator {
+    pub mode: Mode,
+    draft: Option<Session>,
+    /// Whether the user asked for speculation (so that its being skipped is worth a note).
+    asked: bool,
+}
+
+impl Speculator {
+    /// Resolves the mode for the loaded model and loads the draft model, on the model's GPU,
+    /// after checking its vocabulary from its header.
+    pub fn new(args: &SpecArgs, target: &Loaded) -> Result<Speculator> {
+        let has_mtp = target.session.has_mtp();
+        let mode = args.speculative.unwrap_or(match (&args.draft, has_mtp) {
+            (Some(_), _) => Mode::Draft,
+            (None, true) => Mode::Mtp,
+            (None, false) => Mode::Off,
+        });
+        let draft = match (mode, &args.draft) {
+            (Mode::Draft, Some(path)) => Some(load_draft(path, &target.session)?),
+            (Mode::Draft, None) => {
+                return Err(Error::InvalidArgument(
+                    "--speculative draft needs a draft model: --draft PATH".into(),
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(Error::InvalidArgument(
+                    "--draft is used with --speculative draft only".into(),
+                ))
+            }
+            (Mode::Mtp, None) if !has_mtp => {
+                return Err(Error::InvalidArgument(
+                    "this model has no MTP layer: use --draft PATH or --speculative off".into(),
+                ))
+            }
+            _ => None,
+        };
+        Ok(Speculator {
+            mode,
+            draft,
+            asked: args.speculative.is_some_and(|m| m != Mode::Off) || args.draft.is_some(),
+        })
+    }
+
+    /// The drafter for a generation with `sampling` (speculation is greedy only; a note on
+    /// stderr where the user asked for it and it cannot run).
+    pub fn drafter(&mut self, sampling: &SamplerParams, quiet: bool) -> Option<Drafter<'_>> {
+        if self.mode != Mode::Off && !sampling.is_greedy() {
+            if self.asked && !quiet {
+                eprintln!(
+                    "note: speculative decoding needs greedy sampling (--temperature 0); \
+                     decoding token by token"
+                );
+            }
+            return None;
+        }
+        match self.mode {
+            Mode::Mtp => Some(Drafter::Mtp),
+            Mode::Draft => self.draft.as_mut().map(Drafter::Model),
+            Mode::Off => None,
+        }
+    }
+
+    /// The JSON keys `run --json` adds: the mode, then the drafted and accepted tokens, the
+    /// acceptance rate and tokens per verification pass (null where speculation did not run).
+    pub fn json(&self, g: &Generation) -> serde_json::Value {
+        let s = g.speculation;
+        serde_json::json!({
+            "speculative": format!("{:?}", self.mode).to_lowercase(),
+            "draft_tokens": s.map(|s| s.drafted),
+            "accepted_tokens": s.map(|s| s.accepted),
+            "acceptance_rate": s.map(|s| s.acceptance_rate()),
+            "tokens_per_pass": s.map(|s| s.tokens_per_pass()),
+        })
+    }
+}
+
+/// The draft model's session, on the target's GPU with its context and batch.
+fn load_draft(path: &std::path::Path, target: &Session) -> Result<Session> {
+    let (src, gguf) = open_gguf(path)?;
+    check_draft_vocab(&Config::from_gguf(&gguf)?, &target.model.config)?;
+    let model = pollster::block_on(Model::load(
+        target.model.gpu.clone(),
+        &gguf,
+        &src,
+        &mut |_| {},
+    ))?;
+    let opts = SessionOptions {
+        ctx: target.opts.ctx,
+        ubatch: target.opts.ubatch,
+    };
+    pollster::block_on(Session::new(Arc::new(model), opts))
+}
