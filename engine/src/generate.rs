@@ -1,6 +1,6 @@
 //! Text generation: feed a prompt (reusing the cached prefix), then sample until an end token,
-//! the token budget or the context runs out, streaming text as it forms; with a drafter and
-//! greedy sampling, several tokens a target pass ([`crate::speculative`]).
+//! the token budget or the context runs out, streaming text as it forms; with a drafter, several
+//! tokens a target pass ([`crate::speculative`]).
 
 use crate::model::Session;
 use crate::sampling::{Sampler, SamplerParams};
@@ -99,9 +99,9 @@ pub async fn generate_until(
     generate_with(session, None, tokenizer, prompt, opts, on_text).await
 }
 
-/// [`generate_until`] with a drafter: while sampling is greedy, each step drafts up to
-/// `opts.draft_max` tokens and the target verifies them in one pass; the tokens are the same as
-/// without the drafter. Other sampling decodes token by token.
+/// [`generate_until`] with a drafter: each step drafts up to `opts.draft_max` tokens and the
+/// target verifies them in one pass; greedy tokens are the same as without the drafter, sampled
+/// ones have the same distribution.
 pub async fn generate_with(
     session: &mut Session,
     mut drafter: Option<&mut Drafter<'_>>,
@@ -110,9 +110,6 @@ pub async fn generate_with(
     opts: &GenerateOptions,
     mut on_text: impl FnMut(&str) -> bool,
 ) -> Result<Generation> {
-    if !opts.sampling.is_greedy() {
-        drafter = None;
-    }
     if let Some(d) = &drafter {
         d.check(session)?;
     }
@@ -171,7 +168,7 @@ pub async fn generate_with(
                 // drafts past the token budget.
                 let room = (session.opts.ctx - session.pos()).min(session.max_verify()) as usize;
                 let n = opts.draft_max.min(room - 1).min(left - 1);
-                speculative::step(session, d, last, n, st).await?
+                speculative::step(session, d, last, n, &mut sampler, st).await?
             }
             _ if left == 1 => vec![session.decode_last(&mut sampler).await?],
             _ => vec![session.decode(&mut sampler).await?],

@@ -1,9 +1,11 @@
 //! Speculative decoding: a drafter proposes the next tokens, the target checks them all in one
-//! batched pass ([`Session::verify`]) and keeps the longest prefix it agrees with, plus its own
-//! next token, so greedy output is the same as without drafting while a pass yields more tokens.
+//! batched pass and keeps the longest prefix it agrees with, plus its own next token, so greedy
+//! output is the same as without drafting while a pass yields more tokens; with sampling, the
+//! speculative-sampling rule keeps the output's distribution the target's
+//! ([`accept_sampled`]).
 
 use crate::model::{Config, Session};
-use crate::sampling::Sampler;
+use crate::sampling::{candidates, draw, Sampler};
 use crate::{Error, Result};
 
 /// Where draft tokens come from.
@@ -92,51 +94,89 @@ pub fn accepted_prefix(drafts: &[u32], targets: &[u32]) -> usize {
         .count()
 }
 
+/// Speculative sampling for drafts a greedy drafter made (its distribution one-hot on each
+/// draft): draft `i` stands with the target's probability of it, `p_i(d_i)` (the sampler's
+/// chain on row `i` of `rows`, [`candidates`]); the first that does not is replaced by a draw
+/// from `p_i` without `d_i`, renormalised. That is Leviathan et al.'s rule (accept with
+/// `min(1, p/q)`, else draw from `max(p - q, 0)`) for a one-hot `q`, so each token has the
+/// target's distribution. All standing, the next token is drawn from the last row. `rows`: the
+/// target's logits after `history`'s last token and after each draft. Returns the drafts
+/// accepted and the next token.
+pub fn accept_sampled(
+    rows: &[f32],
+    drafts: &[u32],
+    history: &[u32],
+    sampler: &mut Sampler,
+) -> (usize, u32) {
+    let n_vocab = rows.len() / (drafts.len() + 1);
+    let mut history = history.to_vec();
+    for (i, &d) in drafts.iter().enumerate() {
+        let c = candidates(&rows[i * n_vocab..][..n_vocab], &history, &sampler.params);
+        let total: f32 = c.iter().map(|x| x.1).sum();
+        let p = c.iter().find(|x| x.0 == d).map_or(0.0, |x| x.1 / total);
+        if sampler.next_uniform() < p {
+            history.push(d);
+            continue;
+        }
+        // Not empty: p < 1, so some other token has weight.
+        let rest: Vec<(u32, f32)> = c.into_iter().filter(|x| x.0 != d).collect();
+        return (i, draw(&rest, sampler.next_uniform()));
+    }
+    let n = drafts.len();
+    let c = candidates(&rows[n * n_vocab..], &history, &sampler.params);
+    (n, draw(&c, sampler.next_uniform()))
+}
+
 /// One speculative step after `last` (the target's latest token, not yet fed): drafts up to `n`
-/// tokens, verifies `[last, drafts..]` in one target pass, rolls the target's KV cache back to
-/// the accepted prefix and returns the new tokens (the accepted drafts, then the target's next
-/// token, which is not yet fed either). Greedy only.
+/// tokens, verifies `[last, drafts..]` in one target pass (greedy: argmax on the GPU; sampling:
+/// [`accept_sampled`] on the rows' logits), rolls the target's KV cache back to the accepted
+/// prefix and returns the new tokens (the accepted drafts, then the target's next token, which
+/// is not yet fed either).
 pub async fn step(
     target: &mut Session,
     drafter: &mut Drafter<'_>,
     last: u32,
     n: usize,
+    sampler: &mut Sampler,
     stats: &mut SpecStats,
 ) -> Result<Vec<u32>> {
-    let (drafts, targets) = match drafter {
+    let (drafts, k, next) = match drafter {
         Drafter::Model(d) => {
             let pos0 = target.pos();
-            let drafts = draft_greedy(d, target.history(), last, n).await?;
-            let mut fed = Vec::with_capacity(drafts.len() + 1);
+            let mut fed = target.history().to_vec();
             fed.push(last);
+            let drafts = draft_greedy(d, &fed, n).await?;
+            let history = std::mem::replace(&mut fed, vec![last]);
             fed.extend_from_slice(&drafts);
-            let targets = target.verify(&fed).await?;
-            let k = accepted_prefix(&drafts, &targets);
+            let (k, next) = if sampler.params.is_greedy() {
+                let targets = target.verify(&fed).await?;
+                let k = accepted_prefix(&drafts, &targets);
+                (k, targets[k])
+            } else {
+                let rows = target.eval(&fed, fed.len() as u32).await?;
+                accept_sampled(&rows, &drafts, &history, sampler)
+            };
             target.truncate(pos0 + k as u32 + 1);
-            (drafts, targets)
+            (drafts, k, next)
         }
         // Drafting, verification and the roll-back in one submit.
-        Drafter::Mtp => target.mtp_round(last, n).await?,
+        Drafter::Mtp => target.mtp_round(last, n, sampler).await?,
     };
-    let k = accepted_prefix(&drafts, &targets);
     stats.drafted += drafts.len();
     stats.accepted += k;
     stats.passes += 1;
     let mut out = drafts[..k].to_vec();
-    out.push(targets[k]);
+    out.push(next);
     Ok(out)
 }
 
-/// `n` greedy tokens of the draft session after `history` and `last`, reusing what its cache
-/// already holds of them.
-async fn draft_greedy(d: &mut Session, history: &[u32], last: u32, n: usize) -> Result<Vec<u32>> {
+/// `n` greedy tokens of the draft session after `seq`, reusing what its cache already holds of
+/// it.
+async fn draft_greedy(d: &mut Session, seq: &[u32], n: usize) -> Result<Vec<u32>> {
     if n == 0 {
         return Ok(Vec::new());
     }
-    let mut seq = Vec::with_capacity(history.len() + 1);
-    seq.extend_from_slice(history);
-    seq.push(last);
-    let fresh = d.reuse_prefix(&seq).to_vec();
+    let fresh = d.reuse_prefix(seq).to_vec();
     let mut greedy = Sampler::greedy();
     let mut out = vec![d.prefill(&fresh, &mut greedy).await?];
     while out.len() < n {

@@ -95,7 +95,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         draft_max: args.speculative.draft_max,
     };
     let mut spec = Speculator::new(&args.speculative, &l)?;
-    let mut drafter = spec.drafter(&opts.sampling, args.model.quiet);
+    let mut drafter = spec.drafter();
     let mut stdout = std::io::stdout();
     let streaming = !args.json;
     let g = pollster::block_on(generate_with(
@@ -204,7 +204,7 @@ pub fn chat(args: ChatArgs) -> Result<()> {
         // One random stream per turn, reproducible from --seed, never the same twice.
         opts.sampling.seed = sampling.seed.wrapping_add(turn);
         turn += 1;
-        let mut drafter = spec.drafter(&opts.sampling, args.model.quiet || turn > 1);
+        let mut drafter = spec.drafter();
         let g = pollster::block_on(generate_with(
             &mut l.session,
             drafter.as_mut(),

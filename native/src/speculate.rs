@@ -7,7 +7,6 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use tandem_engine::generate::Generation;
 use tandem_engine::model::{Config, Model, Session, SessionOptions};
-use tandem_engine::sampling::SamplerParams;
 use tandem_engine::speculative::{check_draft_vocab, Drafter};
 use tandem_engine::{Error, Result};
 
@@ -25,8 +24,8 @@ pub enum Mode {
 
 #[derive(Args, Clone)]
 pub struct SpecArgs {
-    /// Speculative decoding, with greedy sampling (--temperature 0): drafts checked by the model
-    /// in one pass, the same tokens as without [default: mtp where the model has an MTP layer,
+    /// Speculative decoding: drafts checked by the model in one pass; greedy, the same tokens as
+    /// without, sampled, the same distribution [default: mtp where the model has an MTP layer,
     /// draft where --draft is given, else off]
     #[arg(long, value_enum)]
     pub speculative: Option<Mode>,
@@ -42,8 +41,6 @@ pub struct SpecArgs {
 pub struct Speculator {
     pub mode: Mode,
     draft: Option<Session>,
-    /// Whether the user asked for speculation (so that its being skipped is worth a note).
-    asked: bool,
 }
 
 impl Speculator {
@@ -75,25 +72,11 @@ impl Speculator {
             }
             _ => None,
         };
-        Ok(Speculator {
-            mode,
-            draft,
-            asked: args.speculative.is_some_and(|m| m != Mode::Off) || args.draft.is_some(),
-        })
+        Ok(Speculator { mode, draft })
     }
 
-    /// The drafter for a generation with `sampling` (speculation is greedy only; a note on
-    /// stderr where the user asked for it and it cannot run).
-    pub fn drafter(&mut self, sampling: &SamplerParams, quiet: bool) -> Option<Drafter<'_>> {
-        if self.mode != Mode::Off && !sampling.is_greedy() {
-            if self.asked && !quiet {
-                eprintln!(
-                    "note: speculative decoding needs greedy sampling (--temperature 0); \
-                     decoding token by token"
-                );
-            }
-            return None;
-        }
+    /// The drafter to generate with.
+    pub fn drafter(&mut self) -> Option<Drafter<'_>> {
         match self.mode {
             Mode::Mtp => Some(Drafter::Mtp),
             Mode::Draft => self.draft.as_mut().map(Drafter::Model),

@@ -8,7 +8,8 @@
 //! `t_{j+2}`. Positions `[0, valid)` hold the right pairs.
 
 use crate::kernels::{self, Dispatch, NormOpts, Rows, StepInfo, StepUniform, When};
-use crate::speculative::accepted_prefix;
+use crate::sampling::Sampler;
+use crate::speculative::{accept_sampled, accepted_prefix};
 use crate::{Error, Result};
 
 use super::plan::{Activations, MtpBuffers};
@@ -33,6 +34,8 @@ pub(super) struct Mtp {
     drafts: wgpu::Buffer,
     /// Readback of a round: the target's ids, then the drafts.
     staging: wgpu::Buffer,
+    /// Readback of a sampled round's logits rows, `[max_verify, n_vocab]`.
+    logits_staging: wgpu::Buffer,
     /// MTP positions `[0, valid)` hold the right pairs.
     pub(super) valid: u32,
     /// The row of `act.out_norm` that holds the hidden state of the last token fed, where the
@@ -80,18 +83,22 @@ impl Mtp {
         )?;
         let n = max_verify as u64;
         let uniform = size_of::<StepUniform>() as u64;
+        let readback = |label, size| {
+            gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
         Ok(Mtp {
             forward,
             greedy,
             fill,
             steps: gpu.storage("mtp_steps", (n + 1) * uniform)?,
             drafts: gpu.storage("mtp_drafts", n * 4)?,
-            staging: gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("mtp readback"),
-                size: 2 * n * 4,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }),
+            staging: readback("mtp readback", 2 * n * 4),
+            logits_staging: readback("mtp logits readback", n * c.n_vocab as u64 * 4),
             bufs,
             valid: 0,
             h_row: None,
@@ -265,11 +272,16 @@ impl Session {
 
     /// One speculative round after `last` (the target's latest token, not yet fed): the MTP
     /// layer drafts `n` tokens chained on the GPU, the target verifies `[last, drafts..]` in
-    /// one pass, the MTP layer catches up on the verified pairs; one submit, one readback.
-    /// Keeps the agreeing prefix (rolling both KV caches back) and returns the drafts and the
-    /// target's token after each fed one (`targets[k]` is the next `last`, `k` the drafts
-    /// accepted).
-    pub async fn mtp_round(&mut self, last: u32, n: usize) -> Result<(Vec<u32>, Vec<u32>)> {
+    /// one pass, the MTP layer catches up on the verified pairs; one submit, one readback (the
+    /// ids; with sampling, the rows' logits for [`accept_sampled`]). Keeps the accepted prefix
+    /// (rolling both KV caches back) and returns the drafts, how many were accepted, and the
+    /// target's next token (not yet fed).
+    pub async fn mtp_round(
+        &mut self,
+        last: u32,
+        n: usize,
+        sampler: &mut Sampler,
+    ) -> Result<(Vec<u32>, usize, u32)> {
         self.discard_ahead();
         let fed = n as u32 + 1;
         if fed > self.max_verify() {
@@ -284,21 +296,28 @@ impl Session {
         let draft_steps = n.max(1) as u32;
         let h_row = self.mtp_inputs(last, draft_steps, n as u32)?;
         let pos0 = self.pos;
+        let history = [self.history(), &[last]].concat();
         let gpu = self.model.gpu.clone();
         gpu.queue
             .write_buffer(&self.act.tokens, 0, bytemuck::bytes_of(&last));
         // The drafts reach the target's token ids on the GPU.
         let main = self.feed(None, fed, fed);
         self.sampled = None;
+        let greedy = sampler.params.is_greedy();
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         self.record_drafts(&mut encoder, h_row, draft_steps, n);
         let m = self.mtp.as_ref().expect("checked in mtp_inputs");
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            for d in self.forward.iter().chain(&self.verify_greedy) {
+            let argmax: &[Dispatch] = if greedy { &self.verify_greedy } else { &[] };
+            for d in self.forward.iter().chain(argmax) {
                 d.record(&mut pass, &main);
             }
             m.fill.record(&mut pass, &main);
+        }
+        let logits_bytes = fed as u64 * self.model.config.n_vocab as u64 * 4;
+        if !greedy {
+            encoder.copy_buffer_to_buffer(&self.act.logits, 0, &m.logits_staging, 0, logits_bytes);
         }
         if n > 0 {
             let uniform = size_of::<StepUniform>() as u64;
@@ -317,17 +336,29 @@ impl Session {
         let submission = gpu.submit(encoder.finish());
         self.pos += fed;
         let bytes = (fed as u64 + n as u64) * 4;
-        let ids: Vec<u32> =
-            bytemuck::pod_collect_to_vec(&gpu.map_staging(&m.staging, bytes, submission).await?);
+        let ids: Vec<u32> = bytemuck::pod_collect_to_vec(
+            &gpu.map_staging(&m.staging, bytes, submission.clone())
+                .await?,
+        );
         let (targets, drafts) = ids.split_at(fed as usize);
+        let (k, next) = if greedy {
+            let k = accepted_prefix(drafts, targets);
+            (k, targets[k])
+        } else {
+            let rows: Vec<f32> = bytemuck::pod_collect_to_vec(
+                &gpu.map_staging(&m.logits_staging, logits_bytes, submission)
+                    .await?,
+            );
+            accept_sampled(&rows, drafts, &history, sampler)
+        };
+        let drafts = drafts.to_vec();
         self.history.push(last);
-        self.history.extend_from_slice(drafts);
-        let k = accepted_prefix(drafts, targets);
+        self.history.extend_from_slice(&drafts);
         self.truncate(pos0 + k as u32 + 1);
         let m = self.mtp.as_mut().expect("checked in mtp_inputs");
         m.valid = pos0 + k as u32;
         m.h_row = Some(k as u32);
-        Ok((drafts.to_vec(), targets.to_vec()))
+        Ok((drafts, k, next))
     }
 }
 

@@ -226,6 +226,13 @@ impl Sampler {
 /// top-k (lowest id first on ties), top-p and min-p on the softmax at temperature 1, then the
 /// temperature and a draw with `u`. Greedy parameters give the argmax (lowest id on ties).
 pub fn reference_sample(logits: &[f32], history: &[u32], params: &SamplerParams, u: f32) -> u32 {
+    draw(&candidates(logits, history, params), u)
+}
+
+/// The tokens the sampling chain can draw from one row of logits, most likely first, with their
+/// weights (unnormalised probabilities: penalty, top-k, top-p and min-p, then the temperature);
+/// greedy parameters keep the argmax alone. Speculative sampling weighs drafts with them.
+pub fn candidates(logits: &[f32], history: &[u32], params: &SamplerParams) -> Vec<(u32, f32)> {
     let mut l = logits.to_vec();
     let mut seen = std::collections::HashSet::new();
     if params.repeat_penalty != 1.0 {
@@ -244,7 +251,7 @@ pub fn reference_sample(logits: &[f32], history: &[u32], params: &SamplerParams,
     let mut order: Vec<u32> = (0..l.len() as u32).collect();
     order.sort_by(|&a, &b| l[b as usize].total_cmp(&l[a as usize]).then(a.cmp(&b)));
     if params.is_greedy() {
-        return order[0];
+        return vec![(order[0], 1.0)];
     }
     order.truncate(params.effective_top_k() as usize);
     let m = l[order[0] as usize];
@@ -265,19 +272,24 @@ pub fn reference_sample(logits: &[f32], history: &[u32], params: &SamplerParams,
         .iter()
         .take_while(|&&v| v >= params.min_p)
         .count();
-    let w: Vec<f32> = order[..kept]
+    order[..kept]
         .iter()
-        .map(|&i| ((l[i as usize] - m) / params.temperature).exp())
-        .collect();
-    let target = u * w.iter().sum::<f32>();
+        .map(|&i| (i, ((l[i as usize] - m) / params.temperature).exp()))
+        .collect()
+}
+
+/// Draws from weighted `candidates` with the uniform `u` (the GPU's rule: the first whose running
+/// weight passes `u` times the total).
+pub fn draw(candidates: &[(u32, f32)], u: f32) -> u32 {
+    let target = u * candidates.iter().map(|c| c.1).sum::<f32>();
     let mut acc = 0.0;
-    for (i, v) in w.iter().enumerate() {
-        acc += v;
+    for &(id, w) in candidates {
+        acc += w;
         if acc > target {
-            return order[i];
+            return id;
         }
     }
-    order[kept - 1]
+    candidates[candidates.len() - 1].0
 }
 
 #[cfg(test)]
