@@ -16,6 +16,9 @@ pub struct GenerateOptions {
     pub sampling: SamplerParams,
     /// Most draft tokens a speculative step proposes (with a drafter).
     pub draft_max: usize,
+    /// Adapt the draft length to the acceptance (within 1..=`draft_max`), rather than always
+    /// drafting `draft_max`.
+    pub draft_adaptive: bool,
 }
 
 impl Default for GenerateOptions {
@@ -25,6 +28,7 @@ impl Default for GenerateOptions {
             stop_at_eog: true,
             sampling: SamplerParams::default(),
             draft_max: 4,
+            draft_adaptive: true,
         }
     }
 }
@@ -114,6 +118,7 @@ pub async fn generate_with(
         d.check(session)?;
     }
     let mut stats = drafter.is_some().then(SpecStats::default);
+    let mut n_draft = opts.draft_max;
     let mut out = Generation::default();
     let mut stream = TextStream::new();
     let mut sampler = Sampler::new(opts.sampling.clone());
@@ -167,8 +172,14 @@ pub async fn generate_with(
                 // Room for the drafts and the last token in the context and in one pass, and no
                 // drafts past the token budget.
                 let room = (session.opts.ctx - session.pos()).min(session.max_verify()) as usize;
-                let n = opts.draft_max.min(room - 1).min(left - 1);
-                speculative::step(session, d, last, n, &mut sampler, st).await?
+                let n = n_draft.min(room - 1).min(left - 1);
+                let accepted = st.accepted;
+                let new = speculative::step(session, d, last, n, &mut sampler, st).await?;
+                if opts.draft_adaptive {
+                    n_draft = speculative::next_draft_len(n_draft, n, st.accepted - accepted)
+                        .min(opts.draft_max);
+                }
+                new
             }
             _ if left == 1 => vec![session.decode_last(&mut sampler).await?],
             _ => vec![session.decode(&mut sampler).await?],

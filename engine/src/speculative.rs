@@ -84,6 +84,18 @@ impl SpecStats {
     }
 }
 
+/// The draft length after a step that drafted `n` of `len` and had `k` accepted (Hugging Face's
+/// heuristic schedule for assisted generation): all accepted, two more; else one fewer, at
+/// least 1. A step cut short by the budget or the context (`n < len`) with all accepted leaves
+/// it.
+pub fn next_draft_len(len: usize, n: usize, k: usize) -> usize {
+    match (k == n, n < len) {
+        (true, true) => len,
+        (true, false) => len + 2,
+        (false, _) => len.saturating_sub(1).max(1),
+    }
+}
+
 /// How many drafts agree with the target: `targets[i]` is the target's token after the last
 /// accepted token and `drafts[..i]`, so draft `i` stands while it equals `targets[i]`.
 pub fn accepted_prefix(drafts: &[u32], targets: &[u32]) -> usize {

@@ -93,6 +93,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         stop_at_eog: !args.ignore_eos,
         sampling: args.sampling.params(&l.recommended, mode),
         draft_max: args.speculative.draft_max,
+        draft_adaptive: !args.speculative.draft_fixed,
     };
     let mut spec = Speculator::new(&args.speculative, &l)?;
     let mut drafter = spec.drafter();
@@ -200,6 +201,7 @@ pub fn chat(args: ChatArgs) -> Result<()> {
             stop_at_eog: true,
             sampling: sampling.clone(),
             draft_max: args.speculative.draft_max,
+            draft_adaptive: !args.speculative.draft_fixed,
         };
         // One random stream per turn, reproducible from --seed, never the same twice.
         opts.sampling.seed = sampling.seed.wrapping_add(turn);

@@ -32,9 +32,13 @@ pub struct SpecArgs {
     /// A draft model for --speculative draft (same tokenizer as the model)
     #[arg(long)]
     pub draft: Option<PathBuf>,
-    /// Most draft tokens a speculative step proposes
-    #[arg(long, default_value_t = 3)]
+    /// Most draft tokens a speculative step proposes (the length adapts to the acceptance
+    /// between 1 and this, unless --draft-fixed)
+    #[arg(long, default_value_t = 4)]
     pub draft_max: usize,
+    /// Always draft --draft-max tokens
+    #[arg(long)]
+    pub draft_fixed: bool,
 }
 
 /// The drafter `run` and `chat` generate with.

@@ -65,6 +65,8 @@ fn greedy(max_tokens: usize, draft_max: usize) -> GenerateOptions {
         stop_at_eog: false,
         sampling: SamplerParams::greedy(),
         draft_max,
+        // Every step drafts draft_max (as far as budget and context allow).
+        draft_adaptive: false,
     }
 }
 
@@ -125,6 +127,51 @@ async fn a_different_draft_model_changes_nothing() {
     for draft_max in [1, 4] {
         let s = identical_with(&target, Drafter::Model(&mut d), draft_max).await;
         assert!(s.drafted > 0 && s.accepted < s.drafted, "{s:?}");
+    }
+}
+
+/// The adaptive draft length: longer while everything is accepted, shorter after a rejection,
+/// within 1..=draft_max; drafting for itself the target keeps the longest drafts, a drafter it
+/// rejects drafts one token at a time after the first misses.
+async fn the_draft_length_adapts_to_the_acceptance() {
+    use super::next_draft_len;
+    assert_eq!(next_draft_len(3, 3, 3), 5);
+    assert_eq!(next_draft_len(3, 3, 1), 2);
+    assert_eq!(next_draft_len(1, 1, 0), 1);
+    assert_eq!(next_draft_len(4, 2, 2), 4, "a step cut short by the budget");
+    let target = load(LLAMA).await;
+    let draft = load(QWEN3).await;
+    let (mut own, mut other) = (session(&target).await, session(&draft).await);
+    let mut plain = session(&target).await;
+    let prompt = [1u32, 40, 300];
+    let opts = GenerateOptions {
+        max_tokens: 30,
+        draft_adaptive: true,
+        ..greedy(30, 6)
+    };
+    let t = &target.tokenizer;
+    let want = generate_with(&mut plain, None, t, &prompt, &opts, |_| true)
+        .await
+        .unwrap();
+    for (drafter, check) in [
+        (Drafter::Model(&mut own), "own"),
+        (Drafter::Model(&mut other), "other"),
+    ] {
+        let mut spec = session(&target).await;
+        let mut drafter = drafter;
+        let got = generate_with(&mut spec, Some(&mut drafter), t, &prompt, &opts, |_| true)
+            .await
+            .unwrap();
+        assert_eq!(got.tokens, want.tokens, "{check}");
+        let s = got.speculation.unwrap();
+        if check == "own" {
+            // 6 drafts a pass but where the budget cuts the last step.
+            assert_eq!(s.accepted, s.drafted);
+            assert!(s.passes <= 29usize.div_ceil(7) + 1, "{s:?}");
+        } else {
+            // From 6 down to 1 after 5 misses, then 1 a step while rejected.
+            assert!(s.drafted < 6 * s.passes / 2, "{s:?}");
+        }
     }
 }
 
@@ -346,6 +393,7 @@ async fn sampled_speculation_keeps_the_distribution() {
                     ..Default::default()
                 },
                 draft_max: 1,
+                draft_adaptive: false,
             };
             let t = &target.tokenizer;
             let prompt = [1u32, 40, 300];
@@ -389,6 +437,7 @@ gpu_tests!(
     sampled_speculation_keeps_the_distribution,
     a_draft_model_identical_to_the_target_is_always_accepted,
     a_different_draft_model_changes_nothing,
+    the_draft_length_adapts_to_the_acceptance,
     mtp_changes_nothing,
     mtp_matches_torch,
     verify_gives_the_greedy_token_after_each_row,
