@@ -37,7 +37,7 @@ async fn load(bytes: &'static [u8]) -> Loaded {
 }
 
 /// A context the longest generations below run into.
-const CTX: u32 = 40;
+const CTX: u32 = 32;
 
 async fn session(m: &Loaded) -> Session {
     session_of(m, CTX).await
@@ -79,7 +79,7 @@ async fn identical_with(target: &Loaded, mut drafter: Drafter<'_>, draft_max: us
     let mut total = SpecStats::default();
     for (i, prompt) in prompts(target.model.config.n_vocab).iter().enumerate() {
         // Budgets that end inside a speculative step, and runs to the end of the context.
-        let max_tokens = [12, 5, CTX as usize][i % 3];
+        let max_tokens = [10, 4, CTX as usize][i % 3];
         let opts = greedy(max_tokens, draft_max);
         let t = &target.tokenizer;
         let want = generate_with(&mut plain, None, t, prompt, &opts, |_| true)
@@ -124,7 +124,7 @@ async fn a_different_draft_model_changes_nothing() {
     let target = load(LLAMA).await;
     let draft = load(QWEN3).await;
     let mut d = session(&draft).await;
-    for draft_max in [1, 4] {
+    for draft_max in [1, 3] {
         let s = identical_with(&target, Drafter::Model(&mut d), draft_max).await;
         assert!(s.drafted > 0 && s.accepted < s.drafted, "{s:?}");
     }
@@ -176,10 +176,10 @@ async fn the_draft_length_adapts_to_the_acceptance() {
 }
 
 /// The MTP layer drafting for its model: the same tokens as without it, for draft lengths 0
-/// (the pair is still made), 1, 3 and 6.
+/// (the pair is still made), 1 and 5.
 async fn mtp_changes_nothing() {
     let target = load(GLM_MTP).await;
-    for draft_max in [0, 1, 3, 6] {
+    for draft_max in [0, 1, 5] {
         let s = identical_with(&target, Drafter::Mtp, draft_max).await;
         // Some drafts are accepted: the paths after an accepted draft (the MTP cache's roll-back,
         // an accepted draft's hidden state) run too.
@@ -220,7 +220,8 @@ async fn mtp_matches_torch() {
             .iter()
             .map(|v| v.as_f64().unwrap() as f32)
             .collect();
-        assert_close("mtp logits", &name, &logits, &want, 1e-9, 2e-3);
+        // SwiftShader's sin/cos (RoPE) are off by ~1e-4 (kernels::tests::ROPE_TOL).
+        assert_close("mtp logits", &name, &logits, &want, 1e-6, 2e-3);
         let want_drafts = ids(&case["drafts"]);
         assert_eq!(reference::argmax(&logits), want_drafts[0], "{name}");
         // Drafts chained on the GPU, up to the first near tie.
@@ -370,7 +371,7 @@ async fn accept_sampled_keeps_the_targets_distribution() {
 }
 
 /// With sampling, the token a speculative step makes has the distribution it has without
-/// speculation, on the GPU end to end (a draft model, the MTP layer): the second token of 300
+/// speculation, on the GPU end to end (a draft model, the MTP layer): the second token of 200
 /// seeded generations each way, by a two-sample chi-square test (df + 1 = the tokens seen).
 async fn sampled_speculation_keeps_the_distribution() {
     let llama = load(LLAMA).await;
@@ -382,7 +383,7 @@ async fn sampled_speculation_keeps_the_distribution() {
         let mut spec = session(target).await;
         let (mut a, mut b) = (vec![0f64; 512], vec![0f64; 512]);
         let mut accepted = 0;
-        for seed in 0..300u64 {
+        for seed in 0..200u64 {
             let opts = GenerateOptions {
                 max_tokens: 3,
                 stop_at_eog: false,
