@@ -126,7 +126,7 @@ pub async fn generate_with(
     let first = match drafter {
         // The MTP layer's cache is filled beside the target's.
         Some(Drafter::Mtp) => {
-            let (id, fed) = session.mtp_prefill(prompt).await?;
+            let (id, fed) = session.mtp_prefill(prompt, &mut sampler).await?;
             out.prefilled = fed;
             id
         }

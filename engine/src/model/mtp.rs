@@ -130,9 +130,13 @@ impl Session {
     }
 
     /// Feeds `prompt` (reusing what the caches hold of it) with the MTP layer kept in step, and
-    /// returns the greedy next token and the number of prompt tokens fed. Starts a run of
-    /// [`Session::mtp_round`]s.
-    pub async fn mtp_prefill(&mut self, prompt: &[u32]) -> Result<(u32, usize)> {
+    /// returns the next token `sampler` draws and the number of prompt tokens fed. Starts a run
+    /// of [`Session::mtp_round`]s.
+    pub async fn mtp_prefill(
+        &mut self,
+        prompt: &[u32],
+        sampler: &mut Sampler,
+    ) -> Result<(u32, usize)> {
         let valid = self.mtp_ref()?.valid;
         let p = prompt.len();
         if p == 0 {
@@ -150,14 +154,13 @@ impl Session {
         self.truncate(start as u32);
         self.check_tokens(&prompt[start..])?;
         let ubatch = self.opts.ubatch as usize;
-        let mut greedy = crate::sampling::Sampler::greedy();
         let mut readback = None;
         let mut p0 = start;
         while p0 < p {
             let chunk = &prompt[p0..(p0 + ubatch).min(p)];
             let last = p0 + chunk.len() == p;
-            let sampler = last.then_some(&mut greedy);
-            readback = self.pass(Some(chunk), chunk.len() as u32, last as u32, sampler);
+            let sampling = last.then_some(&mut *sampler);
+            readback = self.pass(Some(chunk), chunk.len() as u32, last as u32, sampling);
             // The pairs of this chunk: each token's hidden state with the prompt token after it.
             let pairs = chunk.len().min(p - 1 - p0);
             self.mtp_catch_up(&prompt[p0 + 1..p0 + 1 + pairs], p0 as u32);

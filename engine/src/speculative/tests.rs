@@ -211,7 +211,10 @@ async fn mtp_matches_torch() {
         let prompt = ids(&case["prompt_tokens"]);
         let name = format!("prompt of {}", prompt.len());
         s.truncate(0);
-        let (next, _) = s.mtp_prefill(&prompt).await.unwrap();
+        let (next, _) = s
+            .mtp_prefill(&prompt, &mut Sampler::greedy())
+            .await
+            .unwrap();
         assert_eq!(next, case["next_token"].as_u64().unwrap() as u32, "{name}");
         let logits = s.mtp_draft_logits(next).await.unwrap();
         let want: Vec<f32> = case["mtp_logits"]
@@ -231,7 +234,10 @@ async fn mtp_matches_torch() {
             .take_while(|m| m.as_f64().unwrap() >= 1e-3)
             .count();
         s.truncate(0);
-        let (next, _) = s.mtp_prefill(&prompt).await.unwrap();
+        let (next, _) = s
+            .mtp_prefill(&prompt, &mut Sampler::greedy())
+            .await
+            .unwrap();
         let mut greedy = Sampler::greedy();
         let (drafts, ..) = s
             .mtp_round(next, want_drafts.len(), &mut greedy)
@@ -249,7 +255,10 @@ async fn mtp_matches_torch() {
         let forced = ids(&case["forced_drafts"]);
         let forced_margins = case["forced_margins"].as_array().unwrap();
         s.truncate(0);
-        let (mut last, _) = s.mtp_prefill(&prompt).await.unwrap();
+        let (mut last, _) = s
+            .mtp_prefill(&prompt, &mut Sampler::greedy())
+            .await
+            .unwrap();
         let mut generated = vec![last];
         let mut checked = 0;
         loop {
@@ -370,9 +379,10 @@ async fn accept_sampled_keeps_the_targets_distribution() {
     }
 }
 
-/// With sampling, the token a speculative step makes has the distribution it has without
-/// speculation, on the GPU end to end (a draft model, the MTP layer): the second token of 200
-/// seeded generations each way, by a two-sample chi-square test (df + 1 = the tokens seen).
+/// With sampling, the tokens have the distribution they have without speculation, on the GPU
+/// end to end (a draft model, the MTP layer): the first token (the prompt pass's) and the
+/// second (a speculative step's) of 200 seeded generations each way, by a two-sample
+/// chi-square test (df + 1 = the tokens seen).
 async fn sampled_speculation_keeps_the_distribution() {
     let llama = load(LLAMA).await;
     let mtp = load(GLM_MTP).await;
@@ -381,15 +391,21 @@ async fn sampled_speculation_keeps_the_distribution() {
         let is_own = matches!(drafter, Drafter::Model(_));
         let mut plain = session(target).await;
         let mut spec = session(target).await;
-        let (mut a, mut b) = (vec![0f64; 512], vec![0f64; 512]);
+        // Counts of the first token (from the prompt pass) and the second (the first a
+        // speculative step makes), without and with speculation.
+        let mut counts = [[[0f64; 512]; 2]; 2];
         let mut accepted = 0;
         for seed in 0..200u64 {
             let opts = GenerateOptions {
                 max_tokens: 3,
                 stop_at_eog: false,
+                // Flat enough that greedy and sampled tokens differ (the fixtures' logit margins
+                // are wide): the 4 likeliest at temperature 3, nothing else cut.
                 sampling: SamplerParams {
-                    temperature: 1.0,
+                    temperature: 3.0,
                     top_k: 4,
+                    top_p: 1.0,
+                    min_p: 0.0,
                     seed,
                     ..Default::default()
                 },
@@ -404,29 +420,33 @@ async fn sampled_speculation_keeps_the_distribution() {
             let got = generate_with(&mut spec, Some(&mut drafter), t, &prompt, &opts, |_| true)
                 .await
                 .unwrap();
-            a[want.tokens[1] as usize] += 1.0;
-            b[got.tokens[1] as usize] += 1.0;
+            for i in 0..2 {
+                counts[i][0][want.tokens[i] as usize] += 1.0;
+                counts[i][1][got.tokens[i] as usize] += 1.0;
+            }
             let s = got.speculation.unwrap();
             assert_eq!(s.accepted + s.passes, got.tokens.len() - 1);
             accepted += s.accepted;
         }
-        let (chi2, seen) = a
-            .iter()
-            .zip(&b)
-            .filter(|(x, y)| *x + *y > 0.0)
-            .fold((0.0, 0), |(c, n), (x, y)| {
-                (c + (x - y).powi(2) / (x + y), n + 1)
-            });
-        // The 99.9% quantiles of chi-square with 1 to 20 degrees of freedom (seen - 1).
-        const Q999: [f64; 20] = [
-            10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88, 29.59, 31.26, 32.91,
-            34.53, 36.12, 37.70, 39.25, 40.79, 42.31, 43.82, 45.31,
-        ];
-        let bound = Q999[(seen.max(2) - 2).min(19)];
-        assert!(
-            chi2 < bound,
-            "chi-square {chi2:.2} over {seen} tokens: {a:?} vs {b:?}"
-        );
+        for (i, [a, b]) in counts.iter().enumerate() {
+            let (chi2, seen) = a
+                .iter()
+                .zip(b)
+                .filter(|(x, y)| *x + *y > 0.0)
+                .fold((0.0, 0), |(c, n), (x, y)| {
+                    (c + (x - y).powi(2) / (x + y), n + 1)
+                });
+            // The 99.9% quantiles of chi-square with 1 to 20 degrees of freedom (seen - 1).
+            const Q999: [f64; 20] = [
+                10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88, 29.59, 31.26, 32.91,
+                34.53, 36.12, 37.70, 39.25, 40.79, 42.31, 43.82, 45.31,
+            ];
+            let bound = Q999[(seen.max(2) - 2).min(19)];
+            assert!(
+                chi2 < bound,
+                "token {i}: chi-square {chi2:.2} over {seen} tokens: {a:?} vs {b:?}"
+            );
+        }
         // The target drafting for itself: its argmax is often drawn (the MTP fixture's drafts
         // are rarely among the top 4).
         assert!(!is_own || accepted > 0, "no draft accepted");
