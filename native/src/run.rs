@@ -121,6 +121,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             "prefill_tokens_per_second": g.prefill_tokens_per_second(),
             "decode_tokens_per_second": g.decode_tokens_per_second(),
             "dispatches_per_token": l.session.dispatches_per_token(),
+            "dispatches_per_draft": l.session.dispatches_per_draft(),
             "stop": format!("{:?}", g.stop),
             "sampling": opts.sampling,
         });

@@ -424,6 +424,7 @@ fn run_json_reports_the_speculation() {
     let rate = mtp["acceptance_rate"].as_f64().unwrap();
     assert!((rate - accepted as f64 / drafted as f64).abs() < 1e-9);
     assert!(mtp["tokens_per_pass"].as_f64().unwrap() >= 1.0);
+    assert!(mtp["dispatches_per_draft"].as_u64().unwrap() > 0);
     // The target as its own draft model: everything accepted.
     let own = fixture("tiny-llama.gguf");
     let draft = run("tiny-llama.gguf", &["--draft", own.to_str().unwrap()]);
@@ -431,6 +432,7 @@ fn run_json_reports_the_speculation() {
     assert_eq!(draft["speculative"], "draft");
     assert_eq!(draft["tokens"], plain["tokens"]);
     assert_eq!(draft["acceptance_rate"].as_f64(), Some(1.0));
+    assert!(draft["dispatches_per_draft"].is_null(), "no MTP layer");
 }
 
 /// Speculation the model or the flags cannot give fails with what to do.

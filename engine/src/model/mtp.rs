@@ -121,6 +121,20 @@ impl Session {
         self.mtp.is_some()
     }
 
+    /// Dispatches one MTP draft step records (the MTP pass of one token and its argmax; a
+    /// tracked number like [`Session::dispatches_per_token`]); `None` without an MTP layer.
+    pub fn dispatches_per_draft(&self) -> Option<usize> {
+        let m = self.mtp.as_ref()?;
+        let s = draft_step(1, 0);
+        Some(
+            m.forward
+                .iter()
+                .chain(&m.greedy)
+                .filter(|d| (d.grid)(&s).is_some())
+                .count(),
+        )
+    }
+
     fn mtp_ref(&self) -> Result<&Mtp> {
         self.mtp.as_ref().ok_or_else(|| {
             Error::InvalidArgument(

@@ -289,6 +289,20 @@ async fn mtp_matches_torch() {
     }
 }
 
+/// An MTP draft step is a short fixed list: the embedding, the two input norms, eh_proj, the
+/// block (QKV, attention with RoPE and the KV store, output; router matvec, top-k, expert
+/// gate/up and down, the shared expert's 2), the head's norm and matvec, the argmax's 2 stages.
+async fn an_mtp_draft_step_is_a_short_fixed_list() {
+    let m = load(GLM_MTP).await;
+    let s = session(&m).await;
+    assert_eq!(
+        s.dispatches_per_draft(),
+        Some(1 + 2 + 1 + 3 + 4 + 2 + 2 + 2)
+    );
+    let llama = load(LLAMA).await;
+    assert_eq!(session(&llama).await.dispatches_per_draft(), None);
+}
+
 /// `verify` returns the greedy token after each fed token: feeding the greedy continuation
 /// gives that continuation shifted by one, after a wrong token the argmax of the logits there,
 /// and too many tokens for one pass is an error.
@@ -469,4 +483,5 @@ gpu_tests!(
     mtp_changes_nothing,
     mtp_matches_torch,
     verify_gives_the_greedy_token_after_each_row,
+    an_mtp_draft_step_is_a_short_fixed_list,
 );
