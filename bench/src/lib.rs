@@ -199,6 +199,10 @@ pub struct Shape {
     pub qk_norm: bool,
     /// (n_expert, k, n_ff_exp) for MoE.
     pub moe: Option<(u32, u32, u32)>,
+    /// A next-token-prediction (MTP) layer after the main ones, as llama.cpp's glm4moe GGUFs
+    /// store it (`nextn_predict_layers`, `blk.{n_layer}`: a block like the others plus
+    /// `nextn.eh_proj`, `enorm`, `hnorm`, `shared_head_norm`; its head is the output's).
+    pub mtp: bool,
     pub mix: Mix,
     /// GGUF general.file_type.
     pub file_type: u32,
@@ -235,6 +239,7 @@ pub fn preset(name: &str) -> Option<Shape> {
         tied: false,
         qk_norm: true,
         moe: None,
+        mtp: false,
         mix: Mix::Q4KM,
         file_type: 15,
     };
@@ -321,7 +326,7 @@ pub fn model_spec(s: &Shape) -> ModelSpec {
         ("general.name".into(), Kv::Str(s.name.into())),
         ("general.file_type".into(), Kv::U32(s.file_type)),
         ("general.quantization_version".into(), Kv::U32(2)),
-        (k("block_count"), Kv::U32(s.n_layer)),
+        (k("block_count"), Kv::U32(s.n_layer + s.mtp as u32)),
         (k("context_length"), Kv::U32(s.ctx)),
         (k("embedding_length"), Kv::U32(s.n_embd)),
         (k("feed_forward_length"), Kv::U32(s.n_ff)),
@@ -333,6 +338,9 @@ pub fn model_spec(s: &Shape) -> ModelSpec {
         (k("attention.layer_norm_rms_epsilon"), Kv::F32(s.rms_eps)),
         (k("vocab_size"), Kv::U32(s.n_vocab)),
     ];
+    if s.mtp {
+        kv.push((k("nextn_predict_layers"), Kv::U32(1)));
+    }
     if let Some((ne, kk, ff)) = s.moe {
         kv.push((k("expert_count"), Kv::U32(ne)));
         kv.push((k("expert_used_count"), Kv::U32(kk)));
@@ -390,9 +398,20 @@ pub fn model_spec(s: &Shape) -> ModelSpec {
     // Weights of about the magnitude a trained model has: ~2/sqrt(fan_in).
     let amp = |fan_in: u32| 2.0 / (fan_in as f32).sqrt();
     t("token_embd.weight".into(), &[e, s.n_vocab], emb, 0.05);
-    for i in 0..s.n_layer {
+    for i in 0..s.n_layer + s.mtp as u32 {
         let n = |x: &str| format!("blk.{i}.{x}");
-        let more = use_more_bits(i, s.n_layer);
+        let more = use_more_bits(i.min(s.n_layer - 1), s.n_layer);
+        if i == s.n_layer {
+            t(n("nextn.eh_proj.weight"), &[2 * e, e], q4, amp(2 * e));
+            for norm in ["enorm", "hnorm", "shared_head_norm"] {
+                t(
+                    n(&format!("nextn.{norm}.weight")),
+                    &[e],
+                    GgmlType::F32,
+                    -1.0,
+                );
+            }
+        }
         t(n("attn_norm.weight"), &[e], GgmlType::F32, -1.0);
         t(n("attn_q.weight"), &[e, qd], q4, amp(e));
         t(n("attn_k.weight"), &[e, kvd], q4, amp(e));

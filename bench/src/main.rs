@@ -23,6 +23,9 @@ struct Args {
     /// Layers instead of the preset's (the same shapes, smaller: for quick runs on slow adapters).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     layers: Option<u32>,
+    /// Add a next-token-prediction (MTP) layer after the main ones (llama.cpp's nextn layout).
+    #[arg(long)]
+    mtp: bool,
 }
 
 fn main() {
@@ -38,6 +41,7 @@ fn main() {
     if let Some(n) = a.layers {
         shape.n_layer = n;
     }
+    shape.mtp = a.mtp;
     let spec = tandem_gen::model_spec(&shape);
     let threads = a
         .threads

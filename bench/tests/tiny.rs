@@ -60,3 +60,32 @@ fn big_presets_have_the_expected_size() {
     let mb = s.total_bytes() as f64 / 1e6;
     assert!((70.0..110.0).contains(&mb), "smollm2-135m: {mb:.1} MB");
 }
+
+/// With an MTP layer: block_count counts it, the engine's Config does not, and the model loads
+/// with it (the layer's block, eh_proj, the norms; its head the output's).
+#[test]
+fn tiny_moe_with_an_mtp_layer_loads() {
+    let mut shape = tandem_gen::preset("qwen3moe-tiny").unwrap();
+    shape.mtp = true;
+    let spec = tandem_gen::model_spec(&shape);
+    let mut buf = Cursor::new(Vec::new());
+    tandem_gen::write_gguf(&spec, &mut buf, 7, 2, &mut |_, _| {}).unwrap();
+    let bytes = buf.into_inner();
+    let g = Gguf::parse(&bytes).unwrap();
+    let c = Config::from_gguf(&g).unwrap();
+    assert_eq!((c.n_layer, c.n_nextn), (2, 1));
+    assert!(g.tensor("blk.2.nextn.eh_proj.weight").is_some());
+    assert!(g.tensor("blk.2.ffn_gate_exps.weight").is_some());
+    let gpu = std::sync::Arc::new(
+        tandem_engine::platform::block_on(tandem_engine::gpu::Gpu::new(&Default::default()))
+            .unwrap(),
+    );
+    let model = tandem_engine::platform::block_on(tandem_engine::model::Model::load(
+        gpu,
+        &g,
+        &bytes,
+        &mut |_| {},
+    ))
+    .unwrap();
+    assert!(model.weights.mtp.is_some());
+}
