@@ -28,10 +28,12 @@ dest="$(dirname "$cache")/llama.cpp"
 if [ ! -f "$dest/convert_hf_to_gguf.py" ]; then
   src="${LLAMA_CPP:-}"
   if [ -z "$src" ]; then
-    python3 -m pip download -q --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d "$cache"
-    tar xzf "$cache/llama_cpp_python-0.3.36.tar.gz" -C "$cache"
-    src="$cache/llama_cpp_python-0.3.36/vendor/llama.cpp"
+    tmp="$(mktemp -d)"
+    python3 -m pip download -q --no-deps --no-binary llama-cpp-python llama-cpp-python==0.3.36 -d "$tmp"
+    tar xzf "$tmp/llama_cpp_python-0.3.36.tar.gz" -C "$tmp"
+    src="$tmp/llama_cpp_python-0.3.36/vendor/llama.cpp"
   fi
   mkdir -p "$dest"
   cp -r "$src/convert_hf_to_gguf.py" "$src/conversion" "$src/gguf-py" "$dest/"
+  if [ -n "${tmp:-}" ]; then rm -rf "$tmp"; fi
 fi

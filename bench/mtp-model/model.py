@@ -75,7 +75,7 @@ class Attention(nn.Module):
             self.q_norm = RMSNorm(hd, c["rms_norm_eps"])
             self.k_norm = RMSNorm(hd, c["rms_norm_eps"])
 
-    def forward(self, x, cos, sin):
+    def forward(self, x, cos, sin, p=0.0):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.nh, self.hd)
         k = self.k_proj(x).view(B, T, self.nkv, self.hd)
@@ -89,7 +89,7 @@ class Attention(nn.Module):
         k = torch.cat((k[..., :rd] * cos + rotate_half(k[..., :rd]) * sin, k[..., rd:]), dim=-1)
         rep = self.nh // self.nkv
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.nh * self.hd))
 
 
@@ -178,11 +178,12 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
         self.mlp = MoE(c) if i >= c["first_k_dense_replace"] else MLP(c["hidden_size"], c["intermediate_size"])
 
-    def forward(self, x, cos, sin):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+    def forward(self, x, cos, sin, p=0.0):
+        """p: dropout on the attention weights and on each branch's output (training only)."""
+        x = x + F.dropout(self.self_attn(self.input_layernorm(x), cos, sin, p), p)
         y = self.mlp(self.post_attention_layernorm(x))
         y, load = y if isinstance(y, tuple) else (y, None)
-        return x + y, load
+        return x + F.dropout(y, p), load
 
 
 class MTPLayer(DecoderLayer):
@@ -202,6 +203,7 @@ class Glm4MoeMTP(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.c = c
+        self.dropout = 0.0  # set by train.py; not part of the architecture (used only in training)
         L = c["num_hidden_layers"]
         self.model = nn.Module()
         self.model.embed_tokens = nn.Embedding(c["vocab_size"], c["hidden_size"])
@@ -241,20 +243,21 @@ class Glm4MoeMTP(nn.Module):
         """ids [B, T]: main logits [B, T, V] (token i+1 from tokens <= i). With next_ids [B, T]
         (ids shifted by one: t[i+1]) also the MTP logits [B, T, V] (token i+2). Plus, for each MoE
         layer, (expert load [E] (tokens routed to each expert), balance loss), or None for a dense one."""
-        L = self.c["num_hidden_layers"]
+        L, p = self.c["num_hidden_layers"], self.dropout if self.training else 0.0
         cos, sin = self.rope(ids.shape[1], ids.device)
-        h = self.model.embed_tokens(ids)
+        h = F.dropout(self.model.embed_tokens(ids), p)
         loads = []
         for layer in self.model.layers[:L]:
-            h, load = layer(h, cos, sin)
+            h, load = layer(h, cos, sin, p)
             loads.append(load)
         hn = self.model.norm(h)
         logits = self.lm_head(hn)
         if next_ids is None:
             return logits, None, loads
         m = self.model.layers[L]
-        x = m.eh_proj(torch.cat((m.enorm(self.model.embed_tokens(next_ids)), m.hnorm(hn)), dim=-1))
-        x, load = m(x, cos, sin)
+        e = F.dropout(self.model.embed_tokens(next_ids), p)
+        x = m.eh_proj(torch.cat((m.enorm(e), m.hnorm(hn)), dim=-1))
+        x, load = m(x, cos, sin, p)
         loads.append(load)
         return logits, self.lm_head(m.shared_head.norm(x)), loads
 

@@ -205,9 +205,9 @@ def main():
     ap.add_argument("--out", default=HERE / "data", type=Path)
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--heldout-pct", type=float, default=1.0)
-    ap.add_argument("--gcide-mb", type=float, default=16.0,
-                    help="cap on the dictionary's share (MB of text, every k-th entry kept), so that "
-                         "definitions do not outweigh the prose")
+    ap.add_argument("--gcide-mb", type=float, default=0,
+                    help="cap on the dictionary's text in MB (every k-th entry kept; 0: all of it). All of "
+                         "it by default: the corpus is small for the compute, so more text beats balance")
     ap.add_argument("--max-mb", type=float, default=0, help="toy runs: keep only this many MB of text a source")
     args = ap.parse_args()
 
@@ -225,7 +225,7 @@ def main():
     # keep every k-th dictionary entry so its text stays under --gcide-mb
     gc = [d for d in docs if d["src"] == "gcide"]
     gc_mb = sum(len(d["text"]) for d in gc) / 1e6
-    if gc_mb > args.gcide_mb:
+    if args.gcide_mb and gc_mb > args.gcide_mb:
         keep = {id(d) for d in gc[::int(np.ceil(gc_mb / args.gcide_mb))]}
         docs = [d for d in docs if d["src"] != "gcide" or id(d) in keep]
     if args.max_mb:

@@ -103,6 +103,9 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--mtp-weight", type=float, default=0.3)
+    ap.add_argument("--dropout", type=float, default=0.1,
+                    help="training-only dropout: the ~10M-token corpus is seen dozens of times")
+    ap.add_argument("--eval-every", type=float, default=60.0, help="seconds between held-out evaluations")
     ap.add_argument("--bias-rate", type=float, default=1e-3, help="router bias step a training step")
     ap.add_argument("--aux-weight", type=float, default=1e-2, help="weight of the balance loss")
     ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto", help="auto: on with CUDA")
@@ -133,6 +136,7 @@ def main():
           f"train {len(train):,} tokens, held-out {len(held):,}; loaded in {time.time() - t_start:.1f} s", flush=True)
 
     model = Glm4MoeMTP(cfg).to(dev)
+    model.dropout = args.dropout
     n_params = sum(p.numel() for p in model.parameters())
     print(f"config {json.dumps(cfg)}\nparams {n_params:,}; Q8_0 GGUF ~{gguf_bytes(cfg) / 2**20:.2f} MiB", flush=True)
 
@@ -148,7 +152,7 @@ def main():
     step_fn = torch.compile(model) if use_compile else model
     gen = torch.Generator().manual_seed(args.seed)
 
-    step, tokens_seen, t0, last_log, curve = 0, 0, time.time(), 0.0, []
+    step, tokens_seen, t0, last_log, last_eval, curve, evals = 0, 0, time.time(), 0.0, 0.0, [], []
     while True:
         elapsed = time.time() - t0
         if elapsed >= args.budget_s:
@@ -188,6 +192,14 @@ def main():
             print(f"step {step:6d}  {el:6.1f}s  lr {lr:.2e}  loss {row['loss']:.4f}  mtp {row['mtp_loss']:.4f}  "
                   f"|g| {row['grad_norm']:.2f}  load max/mean {imb:.2f}  {tokens_seen / max(el, 1e-9):,.0f} tok/s",
                   flush=True)
+        if time.time() - t0 - last_eval >= args.eval_every:
+            # a quick held-out check (not used for any choice), to see over-fitting as it starts
+            last_eval = time.time() - t0
+            ev = evaluate(model, held, args.seq, 32, amp, 500_000)
+            evals.append({"step": step, "s": round(last_eval, 1), "train_loss": round(main_l.item(), 4),
+                          "heldout_loss": round(ev["heldout_loss"], 4), "heldout_mtp_loss": round(ev["heldout_mtp_loss"], 4)})
+            print(f"  eval at {last_eval:.0f}s: held-out loss {ev['heldout_loss']:.4f} (ppl {ev['heldout_ppl']:.1f}), "
+                  f"mtp {ev['heldout_mtp_loss']:.4f}", flush=True)
     train_s = time.time() - t0
     print(f"trained {step} steps, {tokens_seen:,} tokens ({tokens_seen / len(train):.2f} epochs) in {train_s:.1f} s",
           flush=True)
@@ -207,7 +219,7 @@ def main():
                "epochs": tokens_seen / len(train), "train_seconds": train_s, "tokens_per_second": tokens_seen / train_s,
                "final_train_loss": curve[-1]["loss"] if curve else None, **ev,
                "args": {k: str(v) for k, v in vars(args).items()}, "device": str(dev), "torch": torch.__version__,
-               "compiled": step_fn is not model, "data": meta, "curve": curve,
+               "compiled": step_fn is not model, "data": meta, "curve": curve, "evals": evals,
                "total_seconds": time.time() - t_start}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"wrote {args.out}/ckpt.pt, config.json, summary.json ({time.time() - t_start:.1f} s in all)", flush=True)
