@@ -104,7 +104,7 @@ def main():
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--mtp-weight", type=float, default=0.3)
     ap.add_argument("--dropout", type=float, default=0.1,
-                    help="training-only dropout: the ~10M-token corpus is seen dozens of times")
+                    help="training-only dropout: the corpus is seen dozens of times")
     ap.add_argument("--eval-every", type=float, default=60.0, help="seconds between held-out evaluations")
     ap.add_argument("--bias-rate", type=float, default=1e-3, help="router bias step a training step")
     ap.add_argument("--aux-weight", type=float, default=1e-2, help="weight of the balance loss")
@@ -153,6 +153,7 @@ def main():
     gen = torch.Generator().manual_seed(args.seed)
 
     step, tokens_seen, t0, last_log, last_eval, curve, evals = 0, 0, time.time(), 0.0, 0.0, [], []
+    logged_tokens = 0
     while True:
         elapsed = time.time() - t0
         if elapsed >= args.budget_s:
@@ -182,7 +183,8 @@ def main():
         step += 1
         tokens_seen += w[:, :-2].numel()
         if time.time() - last_log >= args.log_every or step == 1:
-            last_log = time.time()
+            rate = (tokens_seen - logged_tokens) / max(time.time() - last_log, 1e-9) if step > 1 else 0.0
+            last_log, logged_tokens = time.time(), tokens_seen
             el = last_log - t0
             imb = max((l.max() / l.float().mean()).item() for l in loads)
             row = {"step": step, "s": round(el, 1), "tokens": tokens_seen, "lr": lr, "loss": round(main_l.item(), 4),
@@ -190,7 +192,7 @@ def main():
                    "max_expert_load_over_mean": round(imb, 2)}
             curve.append(row)
             print(f"step {step:6d}  {el:6.1f}s  lr {lr:.2e}  loss {row['loss']:.4f}  mtp {row['mtp_loss']:.4f}  "
-                  f"|g| {row['grad_norm']:.2f}  load max/mean {imb:.2f}  {tokens_seen / max(el, 1e-9):,.0f} tok/s",
+                  f"|g| {row['grad_norm']:.2f}  load max/mean {imb:.2f}  {rate:,.0f} tok/s",
                   flush=True)
         if time.time() - t0 - last_eval >= args.eval_every:
             # a quick held-out check (not used for any choice), to see over-fitting as it starts
