@@ -164,7 +164,7 @@ class MoE(nn.Module):
         combine = torch.zeros(x2.shape[0], E, device=x.device, dtype=w.dtype).scatter(1, idx, w)
         load = torch.bincount(idx.flatten(), minlength=E)
         # DeepSeek-V3's complementary balance loss: E * sum_e f_e * P_e, f_e the fraction of routing
-        # slots that went to expert e (times E), P_e its mean normalized score; 1 when balanced
+        # slots that went to expert e, P_e its mean normalized score; 1 when balanced
         f = load.float() / idx.numel()
         p = (scores / scores.sum(-1, keepdim=True)).mean(0)
         return self.experts(x2, combine).view_as(x) + self.shared_experts(x), (load, E * (f * p).sum())
