@@ -16,19 +16,6 @@ fn nib_f32(v: u32, shift: u32) -> vec4<f32> {
     return vec4<f32>(unpack_nibbles(v, shift));
 }
 
-// (scale, min) of sub-block s (0..7) from the header's 12 scale bytes q (GGML's
-// get_scale_min_k4): q[s] and q[s + 4] are in words s / 4 and s / 4 + 1, q[s - 4] in word 0.
-fn k4_scale_min_of(sc: vec3<u32>, s: u32) -> vec2<f32> {
-    let shift = (s % 4u) * 8u;
-    let a = (sc[s / 4u] >> shift) & 0xffu;       // q[s]
-    let b = (sc[s / 4u + 1u] >> shift) & 0xffu;  // q[s + 4]
-    if (s < 4u) {
-        return vec2<f32>(f32(a & 63u), f32(b & 63u));
-    }
-    let c = (sc[0u] >> shift) & 0xffu;           // q[s - 4]
-    return vec2<f32>(f32((b & 0xfu) | ((c >> 6u) << 4u)), f32((b >> 4u) | ((a >> 6u) << 4u)));
-}
-
 // x' at one unit's weights: the low nibbles' 16 in lo's columns, the high nibbles' in hi's,
 // and the sum of each, shared by every row the thread serves.
 struct UnitX {

@@ -82,9 +82,8 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "matvec_batch",
         layout: MAT_LAYOUT,
-        // The bind group is the matvec's; only its norm prologue reads binding 6, only its wide
-        // unit loads binding 7.
-        unused: &[6, 7],
+        // The bind group is the matvec's; only its norm prologue reads binding 6.
+        unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG)],
     },
