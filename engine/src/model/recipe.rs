@@ -12,7 +12,7 @@ use crate::kernels::{
 };
 use crate::{Error, Result};
 
-use super::plan::{Activations, LayerKv};
+use super::plan::{Activations, LayerKv, SessionOptions};
 use super::{DenseFfn, Ffn, Layer, Model, MoeFfn};
 
 /// The forward pass of `model` over the session's activations and KV cache, as a list of
@@ -22,13 +22,13 @@ pub(super) fn record_forward(
     model: &Model,
     act: &Activations,
     kv: &[LayerKv],
-    ctx: u32,
+    opts: SessionOptions,
 ) -> Result<Vec<Dispatch>> {
     let mut r = Recorder {
         gpu,
         model,
         a: act,
-        ctx,
+        opts,
         d: Vec::new(),
     };
     r.embed()?;
@@ -48,7 +48,7 @@ struct Recorder<'a> {
     gpu: &'a Gpu,
     model: &'a Model,
     a: &'a Activations,
-    ctx: u32,
+    opts: SessionOptions,
     d: Vec<Dispatch>,
 }
 
@@ -79,6 +79,7 @@ impl Recorder<'_> {
             qkv: &a.qkv,
             k_cache: &kv.k,
             v_cache: &kv.v,
+            kv: self.opts.kv,
         };
         let store = kernels::rope_store(
             self.gpu,
@@ -108,6 +109,7 @@ impl Recorder<'_> {
                 softcap: c.attn_softcap,
                 decode_rope: Some(DecodeRope { rope, qk_norm }),
                 subgroups: true,
+                kv: self.opts.kv,
             },
         )?;
         self.d.extend(attention);
@@ -195,7 +197,7 @@ impl Recorder<'_> {
             n_head: c.n_head,
             n_kv_head: c.n_kv_head,
             head_dim: c.head_dim,
-            ctx: self.ctx,
+            ctx: self.opts.ctx,
         }
     }
 

@@ -59,7 +59,7 @@ impl Session {
         let gpu = &*model.gpu;
         let c = &model.config;
         let Plan { act, kv, max_out } = Plan::new(gpu, &model, opts)?;
-        let forward = record_forward(gpu, &model, &act, &kv, opts.ctx)?;
+        let forward = record_forward(gpu, &model, &act, &kv, opts)?;
         let greedy = kernels::argmax(
             gpu,
             &act.logits,
