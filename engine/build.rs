@@ -16,6 +16,9 @@
 //!   `common/x.wgsl` is replaced by the twin (same functions, subgroup operations inside). The
 //!   portable variant stays as it was. At least one include must have a twin, and only `_sg`
 //!   variants may include twins.
+//! - `// tandem:kv32`: also build, for each variant `<v>` (before `_sg`), a variant `<v>_kv32` whose KV
+//!   cache holds f32: the helper `common/kv_f16.wgsl` (the f16 cache every other variant reads)
+//!   is replaced by its twin `common/kv_f16_kv32.wgsl` (same names, f32 chunks).
 //!
 //! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source) and
 //! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source.
@@ -53,6 +56,19 @@ fn sg_twin(file: &Path) -> Option<PathBuf> {
     twin.exists().then_some(twin)
 }
 
+/// The variant suffix `_kv32` and the helper whose twin it takes (see `tandem:kv32`).
+const KV32: &str = "_kv32";
+const KV_HELPER: &str = "kv_f16.wgsl";
+
+/// `file`, or its f32-cache twin `common/kv_f16_kv32.wgsl` in a `_kv32` variant.
+fn kv_twin(file: &Path, kv32: bool) -> PathBuf {
+    if kv32 && file.file_name().is_some_and(|n| n == KV_HELPER) {
+        file.with_file_name(KV_HELPER.replace(".wgsl", &format!("{KV32}.wgsl")))
+    } else {
+        file.to_path_buf()
+    }
+}
+
 /// The `// tandem:include` paths of a file.
 fn includes_of(wgsl: &Path, file: &Path) -> Vec<PathBuf> {
     let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -73,22 +89,32 @@ fn qtype_twin(file: &Path, qtype: &str) -> Option<PathBuf> {
 /// `files` with every nested include placed before its includer, each once; helpers that have a
 /// twin for `qtype` are replaced by it, then with `sg` those that have a subgroup twin (and the
 /// twin's own includes followed).
-fn resolve(wgsl: &Path, files: &[PathBuf], qtype: Option<&str>, sg: bool, out: &mut Vec<PathBuf>) {
+fn resolve(wgsl: &Path, files: &[PathBuf], v: &Twins, out: &mut Vec<PathBuf>) {
     for f in files {
         assert!(f.exists(), "missing include {}", f.display());
-        let f = qtype
+        let f = v
+            .qtype
             .and_then(|q| qtype_twin(f, q))
             .unwrap_or_else(|| f.clone());
         let f = match sg_twin(&f) {
-            Some(twin) if sg => twin,
+            Some(twin) if v.sg => twin,
             _ => f,
         };
+        let f = kv_twin(&f, v.kv32);
         if out.contains(&f) {
             continue;
         }
-        resolve(wgsl, &includes_of(wgsl, &f), qtype, sg, out);
+        resolve(wgsl, &includes_of(wgsl, &f), v, out);
         out.push(f);
     }
+}
+
+/// Which twins a variant takes.
+#[derive(Clone, Copy)]
+struct Twins<'a> {
+    qtype: Option<&'a str>,
+    sg: bool,
+    kv32: bool,
 }
 
 fn main() {
@@ -123,6 +149,7 @@ fn main() {
         let mut includes = Vec::new();
         let mut per_qtype = false;
         let mut subgroups = false;
+        let mut kv32 = false;
         for line in text.lines() {
             let Some(d) = line.trim().strip_prefix("// tandem:") else {
                 continue;
@@ -133,6 +160,8 @@ fn main() {
                 per_qtype = true;
             } else if d.trim() == "subgroups" {
                 subgroups = true;
+            } else if d.trim() == "kv32" {
+                kv32 = true;
             } else {
                 panic!("{}: unknown directive {d}", file.display());
             }
@@ -154,13 +183,28 @@ fn main() {
         let variants: Vec<(Variant, bool)> = variants
             .into_iter()
             .flat_map(|v| {
-                let sg = subgroups.then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), true));
-                std::iter::once((v, false)).chain(sg)
+                let kv = kv32.then(|| ((format!("{}{KV32}", v.0), v.1.clone(), v.2), true));
+                std::iter::once((v, false)).chain(kv)
             })
             .collect();
-        for ((name, direct, qtype), sg) in variants {
+        let variants: Vec<(Variant, bool, bool)> = variants
+            .into_iter()
+            .flat_map(|(v, kv32)| {
+                let sg = subgroups.then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), kv32, true));
+                std::iter::once((v, kv32, false)).chain(sg)
+            })
+            .collect();
+        for ((name, direct, qtype), kv32, sg) in variants {
             let mut incs = Vec::new();
-            resolve(&wgsl, &direct, qtype, sg, &mut incs);
+            resolve(&wgsl, &direct, &Twins { qtype, sg, kv32 }, &mut incs);
+            if kv32 {
+                assert!(
+                    incs.iter()
+                        .any(|f| f.ends_with(format!("common/kv_f16{KV32}.wgsl"))),
+                    "{}: `tandem:kv32`, but it does not include common/{KV_HELPER}",
+                    file.display()
+                );
+            }
             if sg {
                 assert!(
                     incs.iter()

@@ -22,7 +22,7 @@ npm --prefix web run build
 echo "== kernel tests in headless Chromium (wasm-bindgen-test)"
 # The same test bodies as natively, all but the sampling tests (6+ minutes on SwiftShader: a
 # 262144-token vocabulary and hundreds of draws). WASM_BINDGEN_TEST_TIMEOUT: the whole run, in s.
-(cd engine && env -u VK_ICD_FILENAMES -u WGPU_BACKEND WASM_BINDGEN_TEST_TIMEOUT=600 \
+(cd engine && env -u VK_ICD_FILENAMES -u WGPU_BACKEND WASM_BINDGEN_TEST_TIMEOUT=1200 \
   cargo test --release --target wasm32-unknown-unknown --lib -- kernels::tests --skip sample::)
 
 echo "== speculative decoding in headless Chromium (draft model and MTP: identity, goldens)"

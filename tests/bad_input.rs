@@ -37,7 +37,15 @@ fn truncated_model_is_an_error() {
 #[test]
 fn prompt_longer_than_context() {
     let m = model(&tiny());
-    let mut s = pollster::block_on(Session::new(m, SessionOptions { ctx: 16, ubatch: 8 })).unwrap();
+    let mut s = pollster::block_on(Session::new(
+        m,
+        SessionOptions {
+            ctx: 16,
+            ubatch: 8,
+            ..Default::default()
+        },
+    ))
+    .unwrap();
     let prompt: Vec<u32> = (3..23).collect();
     match pollster::block_on(s.prefill(&prompt, &mut Sampler::greedy())) {
         Err(Error::ContextOverflow {
@@ -63,7 +71,15 @@ fn prompt_longer_than_context() {
 fn token_outside_vocabulary() {
     let m = model(&tiny());
     let n_vocab = m.config.n_vocab;
-    let mut s = pollster::block_on(Session::new(m, SessionOptions { ctx: 16, ubatch: 8 })).unwrap();
+    let mut s = pollster::block_on(Session::new(
+        m,
+        SessionOptions {
+            ctx: 16,
+            ubatch: 8,
+            ..Default::default()
+        },
+    ))
+    .unwrap();
     let err = pollster::block_on(s.prefill(&[1, n_vocab], &mut Sampler::greedy())).unwrap_err();
     assert!(err.to_string().contains("outside the vocabulary"), "{err}");
 }
@@ -77,6 +93,7 @@ fn session_larger_than_the_device_allows() {
         SessionOptions {
             ctx: u32::MAX / 2,
             ubatch: 8,
+            ..Default::default()
         },
     ))
     .err()

@@ -1,6 +1,8 @@
 // tandem:include common/step.wgsl
 // tandem:include common/rope.wgsl
 // tandem:include common/reduce.wgsl
+// tandem:include common/kv_f16.wgsl
+// tandem:kv32
 // tandem:subgroups
 //
 // out[t, h, :] = softmax(cap(q[t, h] . K[kv(h), s] * scale)) . V[kv(h), s] over the positions s
@@ -28,8 +30,9 @@
 // decode step needs no rope_store dispatch. q is read raw from the QKV output and gets the
 // optional q norm and RoPE in workgroup memory; the workgroup whose part holds the new position
 // builds the new key (k norm, RoPE) and value from the QKV output too and uses them for that
-// position, and the one of the heads sharing that KV head writes them to the caches. No other
-// workgroup of the dispatch reads that position, so the store needs no ordering. The q/k norm's
+// position, rounded to the cache's f16 (common/kv_f16.wgsl) so a step sees what a batched pass
+// reading the cache sees, and the one of the heads sharing that KV head writes them to the
+// caches. No other workgroup of the dispatch reads that position, so the store needs no ordering. The q/k norm's
 // two sums of squares go through row_sum4 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
 // and one barrier).
 // Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 4 KiB.
@@ -63,8 +66,8 @@ override KG: u32 = 256u / HD4;               // key groups of the output product
 override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;                 // [n_tokens, q_stride / 4]: Q heads, K heads, V heads
-@group(0) @binding(1) var<storage, read_write> k_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
-@group(0) @binding(2) var<storage, read_write> v_cache: array<vec4<f32>>;     // [n_kv_head, ctx, HD / 4]
+@group(0) @binding(1) var<storage, read_write> k_cache: array<KvChunk>;     // [n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
+@group(0) @binding(2) var<storage, read_write> v_cache: array<KvChunk>;     // [n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;         // [n_tokens, n_head, HD / 4]
 @group(0) @binding(4) var<storage, read_write> partial: array<vec4<f32>>;     // [n_tokens, n_head, n_split, 1 + HD / 4]: (m, l, 0, 0), output
 @group(0) @binding(5) var<storage, read> q_norm: array<f32>;                  // [HD] or unused
@@ -170,8 +173,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         prologue(inv, h, kvh, has_new);
         if (has_new && h % (p.n_head / p.n_kv_head) == 0u && lid < HD4) {
             let o = (kvh * p.ctx + qpos) * HD4 + lid;
-            k_cache[o] = kh4(lid);
-            v_cache[o] = vh4(lid);
+            k_cache[o] = kv_pack(kh4(lid));
+            v_cache[o] = kv_pack(vh4(lid));
         }
     }
     // This query in qh (the prologue put it there already).
@@ -195,9 +198,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         for (var c = 0u; c < KC; c++) {
             let i = lane + c * LANES;
             if (i < HD4 && s < end) {
-                var kc = k_cache[kv0 + s * HD4 + i];
+                var kc = kv_unpack(k_cache[kv0 + s * HD4 + i]);
                 if (has_new && s == qpos) {
-                    kc = kh4(i);
+                    kc = kv_unpack(kv_pack(kh4(i)));
                 }
                 d += dot(qh4(i), kc);
             }
@@ -243,9 +246,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         for (var j = 0u; j < KPT; j++) {
             let kj = og + j * KG;
             if (og < KG && kj < TK && s0 + kj < end) {
-                var vc = v_cache[kv0 + (s0 + kj) * HD4 + oc];
+                var vc = kv_unpack(v_cache[kv0 + (s0 + kj) * HD4 + oc]);
                 if (has_new && s0 + kj == qpos) {
-                    vc = vh4(oc);
+                    vc = kv_unpack(kv_pack(vh4(oc)));
                 }
                 acc += probs[kj] * vc;
             }

@@ -10,42 +10,57 @@
 // matrix-vector product, reading the weights in their quantized blocks. With the norm prologue
 // (flags bit 2), x' = RMSNorm(x) * norm_w, folded into the row pass (common/rms_fold.wgsl), which
 // saves the separate norm dispatch; otherwise x' = x.
-// Work split: each workgroup takes ROWS rows; the WG / ROWS threads of a row stride over its
-// units (unit_dot, common/unit_dot.wgsl or the type's twin) and reduce their partial sums, with
-// the prologue's sum of x^2, by row_sum4 (common/reduce.wgsl: a tree in workgroup memory; in the
-// `_sg` variants, subgroupAdd and one step across subgroups).
+// Work split: each workgroup takes ROWS rows in groups of RPT consecutive rows; the WG * RPT /
+// ROWS threads of a group stride over the units (common/unit_dot.wgsl or the type's twin),
+// reading each unit's x' once (unit_x) and dotting it with the unit's weights in each of the
+// group's rows (unit_w_dot), so x' is read once per RPT rows and RPT rows' loads are in flight;
+// then they reduce the RPT sums by row_sum4 and the prologue's sum of x^2 by row_sum
+// (common/reduce.wgsl: a tree in workgroup memory; in the `_sg` variants, subgroupAdd and one
+// step across subgroups). A group past the last row repeats the last row and writes nothing.
 // Workgroups are laid out 2-D (x up to 65535) so a 262k-row vocabulary fits.
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
+override RPT: u32 = 1u;   // rows per thread group: 1, 2 or 4, dividing ROWS
 
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
+@group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
-    let threads = WG / ROWS;
+    let threads = WG * RPT / ROWS;
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
-    let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
-    var acc = 0.0;
-    if (row < p.n_rows) {
-        let rb = row * (p.n_cols / QK);
+    let row0 = (wg.x + wg.y * nwg.x) * ROWS + slot * RPT;
+    let bpr = p.n_cols / QK;
+    var acc = vec4<f32>(0.0);
+    if (row0 < p.n_rows) {
+        let last = p.n_rows - 1u;
         for (var u = lane; u < p.n_cols / UNIT; u += threads) {
-            acc += unit_dot(rb, u, 0u);
+            let xs = unit_x(u, 0u);
+            let b = u / (QK / UNIT);
+            for (var r = 0u; r < RPT; r++) {
+                acc[r] += unit_w_dot(min(row0 + r, last) * bpr + b, u, xs);
+            }
         }
     }
-    // The dot product and, with the prologue, the sum of x^2 (common/rms_fold.wgsl).
-    let sum = row_sum4(vec4<f32>(acc, x_ss, 0.0, 0.0), inv, threads);
-    if (lane == 0u && row < p.n_rows) {
-        var r = sum.x * rms_fold_scale(sum.y, p.n_cols, p.eps);
-        if ((p.flags & 1u) != 0u) {
-            r += bias[p.y_offset + row];
+    // The dot products and, with the prologue, the sum of x^2 (common/rms_fold.wgsl).
+    let sum = row_sum4(acc, inv, threads);
+    let ss = row_sum(x_ss, inv, threads);
+    let scale = rms_fold_scale(ss, p.n_cols, p.eps);
+    for (var i = lane; i < RPT; i += threads) {
+        let row = row0 + i;
+        if (row < p.n_rows) {
+            var r = sum[i] * scale;
+            if ((p.flags & 1u) != 0u) {
+                r += bias[p.y_offset + row];
+            }
+            let o = p.y_offset + row;
+            if ((p.flags & 2u) != 0u) {
+                r += y[o];
+            }
+            y[o] = r;
         }
-        let o = p.y_offset + row;
-        if ((p.flags & 2u) != 0u) {
-            r += y[o];
-        }
-        y[o] = r;
     }
 }

@@ -1,7 +1,7 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/mat_io.wgsl
 // tandem:include common/reduce.wgsl
-// tandem:include common/unit16.wgsl
+// tandem:include common/unit32.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -9,8 +9,8 @@
 // tokens (speculative verification, short prompt chunks; kernels::mat says up to how many): the
 // decode matvec's split with every weight read once for each group of 8 tokens (grid z).
 // Work split: as matvec.wgsl, each workgroup takes ROWS rows and the WG / ROWS threads of a row
-// stride over its units of 16 weights; each thread dequantizes a unit once (unit16,
-// common/unit16.wgsl or the type's twin) and accumulates it against the x of every token, in
+// stride over its units of 32 weights; each thread dequantizes a unit once (unit32,
+// common/unit32.wgsl or the type's twin) and accumulates it against the x of every token, in
 // eight scalar registers (tokens past the pass are skipped by uniform branches), then the row's
 // threads reduce the eight sums with two row_sum4 (common/reduce.wgsl: a tree in workgroup
 // memory; in the `_sg` variants, subgroupAdd and one step across subgroups). Workgroups are
@@ -22,10 +22,16 @@ override ROWS: u32 = 4u;  // a power of two; the matvec's shape (kernels::Matvec
 const BATCH: u32 = 8u;  // tokens a workgroup (kernels::mat: MATVEC_BATCH_GROUP)
 
 
-// The dot product of the unit of 16 weights v with the columns xi of the token row at vec4 o.
-fn xdot(v: mat4x4<f32>, xi: vec4<u32>, o: u32) -> f32 {
-    return dot(v[0], x[o + xi.x]) + dot(v[1], x[o + xi.y]) + dot(v[2], x[o + xi.z])
-        + dot(v[3], x[o + xi.w]);
+@group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
+
+// The dot product of the unit of 32 weights v with the columns xi of the token row at vec4 o.
+fn xdot(v: array<mat4x4<f32>, 2>, xi: array<vec4<u32>, 2>, o: u32) -> f32 {
+    var s = 0.0;
+    for (var h = 0u; h < 2u; h++) {
+        s += dot(v[h][0], x[o + xi[h].x]) + dot(v[h][1], x[o + xi[h].y])
+           + dot(v[h][2], x[o + xi[h].z]) + dot(v[h][3], x[o + xi[h].w]);
+    }
+    return s;
 }
 
 @compute @workgroup_size(WG)
@@ -49,9 +55,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     var a7 = 0.0;
     if (row < p.n_rows) {
         let rb = row * (p.n_cols / QK);
-        for (var u = lane; u < p.n_cols / 16u; u += threads) {
-            let v = unit16(rb, u);
-            let xi = unit16_x(u);
+        for (var u = lane; u < p.n_cols / 32u; u += threads) {
+            let v = unit32(rb, u);
+            let xi = array<vec4<u32>, 2>(unit32_x(u, 0u), unit32_x(u, 1u));
             a0 += xdot(v, xi, xo);
             if (n_tok > 1u) {
                 a1 += xdot(v, xi, xo + cols4);

@@ -11,13 +11,14 @@
 // projections and the gated activation (SwiGLU: SiLU; GeGLU: GELU-tanh) in one dispatch, over
 // the stacked weight [G; U] (rows r and n_rows + r). x' is x, or RMSNorm(x) * norm_w with the
 // norm prologue (flags bit 2) folded into the row pass (common/rms_fold.wgsl).
-// Work split: each workgroup takes ROWS output rows; the WG / ROWS threads of a row stride over
-// its units accumulating both dot products (unit_dot2: common/unit_dot.wgsl or the type's twin),
-// then reduce them and the prologue's sum of x^2 with row_sum4 (common/reduce.wgsl, or its
-// subgroup twin in the `_sg` variants).
+// Work split: as matvec.wgsl, each workgroup takes ROWS output rows in groups of RPT; the
+// threads of a group stride over the units, reading each unit's x' once for the gate and up rows
+// of all RPT outputs, then reduce the gate sums, the up sums (row_sum4 each) and the prologue's
+// sum of x^2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
+override RPT: u32 = 1u;   // rows per thread group: 1, 2 or 4, dividing ROWS
 
 struct Params {
     n_rows: u32,    // output rows (the FFN width); the weight has 2 * n_rows
@@ -35,25 +36,37 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> h: array<f32>;        // [n_rows]
 @group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
-    let threads = WG / ROWS;
+    let threads = WG * RPT / ROWS;
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
-    let row = (wg.x + wg.y * nwg.x) * ROWS + slot;
-    var gu = vec2<f32>(0.0);
-    if (row < p.n_rows) {
-        let gb = row * (p.n_cols / QK);
-        let ub = gb + p.n_rows * (p.n_cols / QK);
+    let row0 = (wg.x + wg.y * nwg.x) * ROWS + slot * RPT;
+    let bpr = p.n_cols / QK;
+    var g = vec4<f32>(0.0);
+    var v = vec4<f32>(0.0);
+    if (row0 < p.n_rows) {
+        let last = p.n_rows - 1u;
         for (var u = lane; u < p.n_cols / UNIT; u += threads) {
-            gu += unit_dot2(gb, ub, u, 0u);
+            let xs = unit_x(u, 0u);
+            let b = u / (QK / UNIT);
+            for (var r = 0u; r < RPT; r++) {
+                let gb = min(row0 + r, last) * bpr + b;
+                g[r] += unit_w_dot(gb, u, xs);
+                v[r] += unit_w_dot(gb + p.n_rows * bpr, u, xs);
+            }
         }
     }
-    let sum = row_sum4(vec4<f32>(gu, x_ss, 0.0), inv, threads);
-    gu = sum.xy * rms_fold_scale(sum.z, p.n_cols, p.eps);
-    if (lane == 0u && row < p.n_rows) {
-        h[row] = glu_act(gu.x, p.act) * gu.y;
+    let gs = row_sum4(g, inv, threads);
+    workgroupBarrier();
+    let vs = row_sum4(v, inv, threads);
+    let s = rms_fold_scale(row_sum(x_ss, inv, threads), p.n_cols, p.eps);
+    for (var i = lane; i < RPT; i += threads) {
+        if (row0 + i < p.n_rows) {
+            h[row0 + i] = glu_act(gs[i] * s, p.act) * vs[i] * s;
+        }
     }
 }

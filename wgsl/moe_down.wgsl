@@ -35,6 +35,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;        // [n_rows] the residual stream
 @group(0) @binding(3) var<storage, read> route: array<u32>;          // [k, 2]: (id, bitcast weight)
 @group(0) @binding(4) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 // The rows' input, h (common/unit_dot.wgsl).
 fn xv(i: u32) -> vec4<f32> {

@@ -39,6 +39,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> route: array<u32>;          // [k, 2]: (id, bitcast weight)
 @group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
 @group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {

@@ -1,11 +1,14 @@
 // tandem:include common/step.wgsl
 // tandem:include common/rope.wgsl
+// tandem:include common/kv_f16.wgsl
+// tandem:kv32
 //
 // Prepares attention inputs for every token of the pass, one head per workgroup, from the QKV
 // projection's output (per token: the n_head Q heads, then the K heads, then the V heads):
 // Q heads get the optional per-head RMSNorm (Qwen3, Gemma3 q/k norm) and RoPE in place;
 // K heads get the same and are written to the K cache at their position; V heads are copied to
-// the V cache. RoPE pairs adjacent elements (mode 0, GGML "normal") or halves (mode 1, NeoX),
+// the V cache (f16, common/kv_f16.wgsl: the head goes through workgroup memory so a thread
+// writes four elements at once). RoPE pairs adjacent elements (mode 0, GGML "normal") or halves (mode 1, NeoX),
 // rotating the first n_rot elements (common/rope.wgsl). The forward pass runs it for batched
 // passes only: a decode step does the same in attention's prologue (attention.wgsl).
 // Grid: (n_head + 2 * n_kv_head, n_tokens); 128 threads, each owning elements lid and lid + 128.
@@ -26,14 +29,15 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read_write> qkv: array<f32>;     // [n_tokens, (n_head + 2 n_kv_head) * head_dim]
-@group(0) @binding(1) var<storage, read_write> k_cache: array<f32>; // [n_kv_head, ctx, head_dim]
-@group(0) @binding(2) var<storage, read_write> v_cache: array<f32>; // [n_kv_head, ctx, head_dim]
+@group(0) @binding(1) var<storage, read_write> k_cache: array<KvChunk>; // [n_kv_head, ctx, head_dim / 4] (common/kv_f16.wgsl)
+@group(0) @binding(2) var<storage, read_write> v_cache: array<KvChunk>; // [n_kv_head, ctx, head_dim / 4] (common/kv_f16.wgsl)
 @group(0) @binding(3) var<storage, read> q_norm: array<f32>;        // [head_dim] or unused
 @group(0) @binding(4) var<storage, read> k_norm: array<f32>;        // [head_dim] or unused
 @group(0) @binding(5) var<uniform> p: Params;
 @group(0) @binding(6) var<uniform> step: Step;
 
 var<workgroup> hv: array<f32, 256>;
+var<workgroup> ho: array<vec4<f32>, 64>;  // the rotated K head, as the cache's vec4 chunks
 var<workgroup> red: array<f32, 128>;
 
 @compute @workgroup_size(128)
@@ -49,9 +53,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let src = (t * (p.n_head + 2u * p.n_kv_head) + slot) * hd;
     if (slot >= p.n_head + p.n_kv_head) {
         let h = slot - p.n_head - p.n_kv_head;
-        let dst = (h * p.ctx + pos) * hd;
-        for (var i = lid; i < hd; i += 128u) {
-            v_cache[dst + i] = qkv[src + i];
+        let dst = (h * p.ctx + pos) * (hd / 4u);
+        for (var c = lid; c < hd / 4u; c += 128u) {
+            let i = src + 4u * c;
+            v_cache[dst + c] = kv_pack(vec4<f32>(qkv[i], qkv[i + 1u], qkv[i + 2u], qkv[i + 3u]));
         }
         return;
     }
@@ -84,12 +89,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         }
         workgroupBarrier();
     }
-    var dst: u32;
-    if (is_q) {
-        dst = src;
-    } else {
-        dst = (kh * p.ctx + pos) * hd;
-    }
     let log2_theta = log2(p.theta_base);
     for (var i = lid; i < hd; i += 128u) {
         var out = hv[i];
@@ -98,9 +97,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
                              log2_theta, p.freq_scale);
         }
         if (is_q) {
-            qkv[dst + i] = out;
+            qkv[src + i] = out;
         } else {
-            k_cache[dst + i] = out;
+            ho[i / 4u][i % 4u] = out;
         }
+    }
+    if (is_q) {
+        return;
+    }
+    workgroupBarrier();
+    let dst = (kh * p.ctx + pos) * (hd / 4u);
+    for (var c = lid; c < hd / 4u; c += 128u) {
+        k_cache[dst + c] = kv_pack(ho[c]);
     }
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use tandem_engine::model::KvType;
 use tandem_engine::sampling::{Mode, SamplerParams, Sampling, MAX_TOP_K};
 
 #[derive(Args, Clone)]
@@ -17,6 +18,9 @@ pub struct ModelArgs {
     /// Most tokens per forward pass when reading a prompt
     #[arg(long, default_value_t = 256)]
     pub ubatch: u32,
+    /// What the KV cache holds: f16 (half the memory) or f32
+    #[arg(long, value_enum, default_value_t = KvTypeArg::F16)]
+    pub kv_type: KvTypeArg,
     /// Use the adapter's software fallback (lavapipe, SwiftShader) instead of a GPU
     #[arg(long)]
     pub software: bool,
@@ -26,6 +30,21 @@ pub struct ModelArgs {
     /// Print nothing but the result (no adapter line, no progress bar, no speeds)
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum KvTypeArg {
+    F16,
+    F32,
+}
+
+impl From<KvTypeArg> for KvType {
+    fn from(k: KvTypeArg) -> KvType {
+        match k {
+            KvTypeArg::F16 => KvType::F16,
+            KvTypeArg::F32 => KvType::F32,
+        }
+    }
 }
 
 /// The sampling flags. Each one left out comes from the model's recommendation (its GGUF's

@@ -86,6 +86,7 @@ pub fn load(args: &ModelArgs) -> Result<Loaded> {
         SessionOptions {
             ctx,
             ubatch: args.ubatch,
+            kv: args.kv_type.into(),
         },
     ))?;
     Ok(Loaded {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use tandem_engine::generate::Generation;
-use tandem_engine::model::{Config, Model, Session, SessionOptions};
+use tandem_engine::model::{Config, Model, Session};
 use tandem_engine::speculative::{check_draft_vocab, Drafter};
 use tandem_engine::{Error, Result};
 
@@ -112,9 +112,5 @@ fn load_draft(path: &std::path::Path, target: &Session) -> Result<Session> {
         &src,
         &mut |_| {},
     ))?;
-    let opts = SessionOptions {
-        ctx: target.opts.ctx,
-        ubatch: target.opts.ubatch,
-    };
-    pollster::block_on(Session::new(Arc::new(model), opts))
+    pollster::block_on(Session::new(Arc::new(model), target.opts))
 }

@@ -1,6 +1,6 @@
-// unit_dot and unit_dot2 (common/unit_dot.wgsl) for a type whose twin of that file gives a unit's
-// x' once (unit_x(u, xo)) and its dot product with one block's weights (unit_w_dot(b, u, xs)),
-// so the gate and up rows of unit_dot2 share the x' reads. Include-only (from such a twin).
+// unit_dot and unit_dot2 on a unit file's unit_x(u, xo) (x' at unit u, read once) and
+// unit_w_dot(b, u, xs) (its dot product with the unit's weights in block b): common/unit_dot.wgsl
+// and its twins include this. Include-only.
 
 fn unit_dot(rb: u32, u: u32, xo: u32) -> f32 {
     return unit_w_dot(rb + u / (QK / UNIT), u, unit_x(u, xo));

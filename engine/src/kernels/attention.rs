@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use super::dispatch::{f32s, Cost, Dispatch, StepInfo, IN_OUT_LAYOUT};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
-use super::rope::{Heads, RopeConfig};
+use super::rope::{Heads, KvType, RopeConfig};
 use super::shape::reduce_variant;
 use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::Result;
@@ -135,6 +135,8 @@ pub struct AttnOpts<'a> {
     /// Sum the decode prologue's q/k norm with subgroup operations where the adapter has them
     /// (the `_sg` variant); `false` takes the portable variant.
     pub subgroups: bool,
+    /// What the cache holds.
+    pub kv: KvType,
 }
 
 /// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
@@ -168,7 +170,12 @@ pub fn attention(
     }
     let hd = ("HD", heads.head_dim);
     let pipeline = gpu.pipeline(&PipelineKey {
-        shader: reduce_variant(gpu, "attention".into(), ATTN_WG, opts.subgroups),
+        shader: reduce_variant(
+            gpu,
+            opts.kv.variant("attention".into()),
+            ATTN_WG,
+            opts.subgroups,
+        ),
         constants: vec![hd],
         layout: ATTN_LAYOUT,
     })?;

@@ -54,6 +54,7 @@ const MAT_LAYOUT: &[Binding] = &[
     Binding::Uniform,
     Binding::Uniform,
     Binding::Read,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -89,8 +90,9 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "matmul",
         layout: MAT_LAYOUT,
-        // The bind group is the matvec's; only its norm prologue reads binding 6.
-        unused: &[6],
+        // The bind group is the matvec's; only its norm prologue reads binding 6, only its wide
+        // unit loads binding 7.
+        unused: &[6, 7],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[],
     },
@@ -167,8 +169,8 @@ pub fn mat(
         let shape = opts
             .matvec
             .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows, w.n_cols, chunk.ty));
-        let matvec_rows = shape.rows;
-        let matvec = gpu.pipeline(&shape.key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
+        let matvec_rows = shape.rows * shape.per_thread;
+        let matvec = gpu.pipeline(&shape.rows_key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
         let batch = gpu.pipeline(&shape.key(gpu, format!("matvec_batch_{q}"), MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
@@ -194,9 +196,10 @@ pub fn mat(
                 &pbuf,
                 step,
                 opts.norm.map_or(dummy, |n| n.0),
+                &chunk.buffer,
             ],
         );
-        let (rows, when) = (opts.rows, opts.when);
+        let (rows, when, batch_rows) = (opts.rows, opts.when, shape.rows);
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
             cost: mat_cost_rule(chunk, w.n_cols, opts),
@@ -211,7 +214,7 @@ pub fn mat(
                     0 => None,
                     1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
                     n @ 2..=MATVEC_BATCH => {
-                        let [gx, gy, _] = grid_2d(n_rows.div_ceil(matvec_rows));
+                        let [gx, gy, _] = grid_2d(n_rows.div_ceil(batch_rows));
                         Some((1, [gx, gy, n.div_ceil(MATVEC_BATCH_GROUP)]))
                     }
                     n => Some((
@@ -231,6 +234,7 @@ const MATVEC_GLU_LAYOUT: &[Binding] = &[
     Binding::ReadWrite,
     Binding::Read,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -281,8 +285,8 @@ pub fn matvec_glu_with(
     let shape =
         shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_rows, gate_up.n_cols, chunk.ty));
     let q = qtype_suffix(chunk.ty)?;
-    let pipeline_key = shape.key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?;
-    let rows = shape.rows;
+    let pipeline_key = shape.rows_key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?;
+    let rows = shape.rows * shape.per_thread;
     let params = MatvecGluParams {
         n_rows,
         n_cols: gate_up.n_cols,
@@ -298,7 +302,14 @@ pub fn matvec_glu_with(
         gpu,
         &gate_up.name,
         &pipeline_key,
-        &[&chunk.buffer, x, h, norm.map_or(dummy, |n| n.0), &pbuf],
+        &[
+            &chunk.buffer,
+            x,
+            h,
+            norm.map_or(dummy, |n| n.0),
+            &pbuf,
+            &chunk.buffer,
+        ],
         When::Decode,
         move |_| grid_2d(n_rows.div_ceil(rows)),
     )

@@ -38,7 +38,7 @@ pub use embed::embed;
 pub use glu::{glu, Activation};
 pub use mat::{mat, matvec_glu, matvec_glu_with, GpuWeight, MatOpts, WeightChunk};
 pub use norm::{rmsnorm, NormOpts};
-pub use rope::{rope_store, Heads, KvBuffers, RopeConfig};
+pub use rope::{rope_store, Heads, KvBuffers, KvType, RopeConfig};
 pub use sample::{sample, SampleKernels};
 pub use shape::{decode_unit, matvec_rows, subgroups_fit, MatvecShape};
 pub use stream::{stream_read, stream_read_bandwidth};

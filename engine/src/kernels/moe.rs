@@ -80,6 +80,7 @@ const GATE_UP_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -141,7 +142,15 @@ pub fn gate_up(
                 gpu,
                 &ex.name,
                 &pipeline_key,
-                &[&c.buffer, x, h, route, norm.map_or(dummy, |n| n.0), &pbuf],
+                &[
+                    &c.buffer,
+                    x,
+                    h,
+                    route,
+                    norm.map_or(dummy, |n| n.0),
+                    &pbuf,
+                    &c.buffer,
+                ],
                 When::Decode,
                 move |_| [n_ff.div_ceil(rows), k, 1],
             )?
@@ -157,6 +166,7 @@ const DOWN_LAYOUT: &[Binding] = &[
     Binding::ReadWrite,
     Binding::Read,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -207,7 +217,7 @@ pub fn down(
                 gpu,
                 &ex.name,
                 &pipeline_key,
-                &[&c.buffer, h, x, route, &pbuf],
+                &[&c.buffer, h, x, route, &pbuf, &c.buffer],
                 When::Decode,
                 move |_| grid_2d(n_rows.div_ceil(rows)),
             )?

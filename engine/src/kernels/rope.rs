@@ -65,11 +65,39 @@ pub struct Heads {
     pub ctx: u32,
 }
 
+/// What the KV cache holds: f16 (the default, as llama.cpp's; wgsl/common/kv_f16.wgsl) or f32
+/// (the `_kv32` kernel variants).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KvType {
+    #[default]
+    F16,
+    F32,
+}
+
+impl KvType {
+    /// Bytes a cached element takes.
+    pub fn bytes(self) -> u64 {
+        match self {
+            KvType::F16 => 2,
+            KvType::F32 => 4,
+        }
+    }
+
+    /// The kernel variant of `base` that reads and writes this cache.
+    pub(crate) fn variant(self, base: String) -> String {
+        match self {
+            KvType::F16 => base,
+            KvType::F32 => base + "_kv32",
+        }
+    }
+}
+
 pub struct KvBuffers<'a> {
     /// The QKV projection's output: per token the Q heads, then K, then V.
     pub qkv: &'a wgpu::Buffer,
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
+    pub kv: KvType,
 }
 
 /// Q/K norm (when `qk_norm` gives the weights), RoPE (Q in place in `qkv`), and the K/V cache
@@ -102,7 +130,7 @@ pub fn rope_store(
     Dispatch::one(
         gpu,
         "rope_store",
-        &key("rope_store".into(), ROPE_LAYOUT),
+        &key(b.kv.variant("rope_store".into()), ROPE_LAYOUT),
         &[b.qkv, b.k_cache, b.v_cache, qn, kn, &pbuf, step],
         When::Always,
         move |s| [slots, s.n_tokens, 1],

@@ -27,9 +27,22 @@ pub fn matvec_rows(gpu: &Gpu) -> u32 {
     }
 }
 
+/// Rows each thread group of matvec and matvec_glu serves ([`MatvecShape::per_thread`]). On a
+/// GPU, 4: x' is read once for four rows, and four rows' loads are in flight (H200, dense 8B
+/// decode: 144.6 tok/s with 1, 172.0 with 2, 177.8 with 4; bench/RESULTS.md). On a CPU adapter,
+/// 1 (there a group is one thread).
+pub fn matvec_rows_per_thread(gpu: &Gpu) -> u32 {
+    if gpu.info.device_type == wgpu::DeviceType::Cpu {
+        1
+    } else {
+        4
+    }
+}
+
 /// Weights per unit of the decode dot products for weight type `ty` (`UNIT` in
-/// common/unit_dot.wgsl and its twins): 16 for Q4_K and Q6_K, whose units read each quant word
-/// once (common/unit_dot_q4_k.wgsl, unit_dot_q6_k.wgsl), 8 for the others.
+/// common/unit_dot.wgsl and its twins): 32 for Q4_K (two 16-byte loads a unit,
+/// common/unit_dot_q4_k.wgsl), 16 for Q6_K, whose unit reads each quant word once
+/// (unit_dot_q6_k.wgsl), 8 for the others.
 pub fn decode_unit(ty: GgmlType) -> u32 {
     ty.gpu().map_or(8, |g| g.decode_unit)
 }
@@ -69,8 +82,12 @@ pub(crate) fn reduce_variant(gpu: &Gpu, base: String, threads: u32, subgroups: b
 /// of 256 threads over rows, and which variant sums a row's partial dot products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MatvecShape {
-    /// Rows per workgroup (`ROWS`): a power of two up to 256, so each row has 256 / rows threads.
+    /// Groups of threads per workgroup (`ROWS` of the kernels that give each group one row): a
+    /// power of two up to 256, so each group has 256 / rows threads.
     pub rows: u32,
+    /// Rows each group serves in matvec and matvec_glu (`RPT`: 1, 2 or 4), reading x' once for
+    /// all of them; their `ROWS` is `rows * per_thread`.
+    pub per_thread: u32,
     /// Sum with subgroup operations (the `_sg` variant) where [`subgroups_fit`]; `false` takes
     /// the portable variant everywhere.
     pub subgroups: bool,
@@ -81,6 +98,7 @@ impl MatvecShape {
     pub fn for_adapter(gpu: &Gpu) -> MatvecShape {
         MatvecShape {
             rows: matvec_rows(gpu),
+            per_thread: matvec_rows_per_thread(gpu),
             subgroups: true,
         }
     }
@@ -88,13 +106,14 @@ impl MatvecShape {
     /// The adapter's choice for `n_rows` rows (workgroups' worth: for the experts, rows times
     /// routes) of `n_cols` weights of type `ty`: as [`MatvecShape::for_adapter`], but on a GPU
     /// first with more rows per workgroup where more than half of a row's threads would have no
-    /// unit ([`decode_unit`]; a 256-wide Q4_K row has 16), then with fewer where the matrix
+    /// unit ([`decode_unit`]; a 256-wide Q4_K row has 8), then with fewer where the matrix
     /// would make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
     /// workgroups of 4 rows leave most of a large GPU idle).
     pub fn for_matrix(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         let mut shape = MatvecShape::for_adapter(gpu);
         if gpu.info.device_type != wgpu::DeviceType::Cpu {
-            shape.rows = gpu_matvec_rows(shape.rows, n_rows, n_cols / decode_unit(ty));
+            let groups = n_rows.div_ceil(shape.per_thread);
+            shape.rows = gpu_matvec_rows(shape.rows, groups, n_cols / decode_unit(ty));
         }
         shape
     }
@@ -119,6 +138,27 @@ impl MatvecShape {
             constants: vec![("ROWS", rows)],
             layout,
         })
+    }
+
+    /// [`MatvecShape::key`] for matvec and matvec_glu, whose groups serve `per_thread` rows.
+    pub(crate) fn rows_key(
+        self,
+        gpu: &Gpu,
+        base: String,
+        layout: &'static [Binding],
+    ) -> Result<PipelineKey> {
+        if ![1, 2, 4].contains(&self.per_thread) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{} matvec rows per thread: 1, 2 or 4",
+                self.per_thread
+            )));
+        }
+        let mut key = self.key(gpu, base, layout)?;
+        key.constants = vec![
+            ("ROWS", self.rows * self.per_thread),
+            ("RPT", self.per_thread),
+        ];
+        Ok(key)
     }
 
     /// Whether this shape takes the subgroup variant on `gpu`.

@@ -17,6 +17,7 @@ mod weights;
 
 use std::sync::Arc;
 
+pub use crate::kernels::KvType;
 pub use config::MoeConfig;
 pub use config::{Arch, Config, SlidingWindow};
 pub use perplexity::{perplexity, Perplexity};

@@ -12,7 +12,7 @@ use crate::sampling::Sampler;
 use crate::speculative::{accept_sampled, accepted_prefix};
 use crate::{Error, Result};
 
-use super::plan::{Activations, MtpBuffers};
+use super::plan::{Activations, MtpBuffers, SessionOptions};
 use super::recipe::record_mtp;
 use super::{Model, Session};
 
@@ -49,14 +49,14 @@ impl Mtp {
         act: &Activations,
         bufs: MtpBuffers,
         max_verify: u32,
-        ctx: u32,
+        opts: SessionOptions,
     ) -> Result<Mtp> {
         let (gpu, c) = (&*model.gpu, &model.config);
         // The MTP passes share the session's activations, with their own token ids and step.
         let mut view = act.clone();
         view.tokens = bufs.tokens.clone();
         view.step = bufs.step.clone();
-        let forward = record_mtp(gpu, model, &view, &bufs, ctx)?;
+        let forward = record_mtp(gpu, model, &view, &bufs, opts)?;
         let greedy = kernels::argmax(
             gpu,
             &act.logits,

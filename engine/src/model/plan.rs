@@ -4,7 +4,7 @@
 //! lower rather than in a kernel.
 
 use crate::gpu::Gpu;
-use crate::kernels::{self, moe, Heads, StepUniform};
+use crate::kernels::{self, moe, Heads, KvType, StepUniform};
 use crate::{Error, Result};
 
 use super::{Ffn, Model};
@@ -15,6 +15,9 @@ pub struct SessionOptions {
     pub ctx: u32,
     /// Most tokens one forward pass takes (prompt chunks are cut to this).
     pub ubatch: u32,
+    /// What the KV cache holds (f16 by default: half the memory and half the bytes a decode
+    /// step reads from it at long contexts).
+    pub kv: KvType,
 }
 
 impl Default for SessionOptions {
@@ -22,6 +25,7 @@ impl Default for SessionOptions {
         SessionOptions {
             ctx: 4096,
             ubatch: 256,
+            kv: KvType::F16,
         }
     }
 }
@@ -113,7 +117,7 @@ impl Plan {
                 });
             }
         }
-        let kv_bytes = kv_dim * opts.ctx as u64 * f;
+        let kv_bytes = kv_dim * opts.ctx as u64 * opts.kv.bytes();
         if kv_bytes > max_binding {
             return Err(Error::Limits {
                 what: format!(

@@ -12,7 +12,7 @@ use crate::kernels::{
 };
 use crate::{Error, Result};
 
-use super::plan::{Activations, LayerKv, MtpBuffers};
+use super::plan::{Activations, LayerKv, MtpBuffers, SessionOptions};
 use super::{DenseFfn, Ffn, Layer, Model, MoeFfn};
 
 /// The forward pass of `model` over the session's activations and KV cache, as a list of
@@ -22,13 +22,13 @@ pub(super) fn record_forward(
     model: &Model,
     act: &Activations,
     kv: &[LayerKv],
-    ctx: u32,
+    opts: SessionOptions,
 ) -> Result<Vec<Dispatch>> {
     let mut r = Recorder {
         gpu,
         model,
         a: act,
-        ctx,
+        opts,
         d: Vec::new(),
     };
     r.embed()?;
@@ -53,7 +53,7 @@ pub(super) fn record_mtp(
     model: &Model,
     act: &Activations,
     m: &MtpBuffers,
-    ctx: u32,
+    opts: SessionOptions,
 ) -> Result<Vec<Dispatch>> {
     let (c, w) = (&model.config, &model.weights);
     let Some(l) = &w.mtp else {
@@ -63,7 +63,7 @@ pub(super) fn record_mtp(
         gpu,
         model,
         a: act,
-        ctx,
+        opts,
         d: Vec::new(),
     };
     let embed = l.embed.as_ref().unwrap_or(&w.token_embd);
@@ -108,7 +108,7 @@ struct Recorder<'a> {
     gpu: &'a Gpu,
     model: &'a Model,
     a: &'a Activations,
-    ctx: u32,
+    opts: SessionOptions,
     d: Vec<Dispatch>,
 }
 
@@ -139,6 +139,7 @@ impl Recorder<'_> {
             qkv: &a.qkv,
             k_cache: &kv.k,
             v_cache: &kv.v,
+            kv: self.opts.kv,
         };
         let store = kernels::rope_store(
             self.gpu,
@@ -168,6 +169,7 @@ impl Recorder<'_> {
                 softcap: c.attn_softcap,
                 decode_rope: Some(DecodeRope { rope, qk_norm }),
                 subgroups: true,
+                kv: self.opts.kv,
             },
         )?;
         self.d.extend(attention);
@@ -255,7 +257,7 @@ impl Recorder<'_> {
             n_head: c.n_head,
             n_kv_head: c.n_kv_head,
             head_dim: c.head_dim,
-            ctx: self.ctx,
+            ctx: self.opts.ctx,
         }
     }
 

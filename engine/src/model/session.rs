@@ -74,9 +74,9 @@ impl Session {
         } = Plan::new(gpu, &model, opts)?;
         let max_verify = max_out.min(opts.ubatch);
         let mtp = mtp
-            .map(|b| Mtp::new(&model, &act, b, max_verify, opts.ctx))
+            .map(|b| Mtp::new(&model, &act, b, max_verify, opts))
             .transpose()?;
-        let forward = record_forward(gpu, &model, &act, &kv, opts.ctx)?;
+        let forward = record_forward(gpu, &model, &act, &kv, opts)?;
         let greedy = kernels::argmax(
             gpu,
             &act.logits,

@@ -147,7 +147,7 @@ pub static TYPES: &[TypeInfo] = {
         row::<BlockQ8_0>(Q8_0, 8, "Q8_0", paired("q8_0", 0)),
         row::<BlockQ2K>(Q2K, 10, "Q2_K", gpu("q2_k")),
         row::<BlockQ3K>(Q3K, 11, "Q3_K", paired("q3_k", 108)),
-        row::<BlockQ4K>(Q4K, 12, "Q4_K", unit(gpu("q4_k"), 16)),
+        row::<BlockQ4K>(Q4K, 12, "Q4_K", unit(gpu("q4_k"), 32)),
         row::<BlockQ5K>(Q5K, 13, "Q5_K", gpu("q5_k")),
         row::<BlockQ6K>(Q6K, 14, "Q6_K", unit(paired("q6_k", 208), 16)),
         row::<BlockIQ4NL>(IQ4NL, 20, "IQ4_NL", paired("iq4_nl", 0)),

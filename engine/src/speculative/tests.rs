@@ -11,7 +11,7 @@ use crate::generate::{generate_with, GenerateOptions, StopReason};
 use crate::gguf::Gguf;
 use crate::kernels::reference;
 use crate::kernels::tests::{assert_close, gpu, gpu_tests};
-use crate::model::{Model, Session, SessionOptions};
+use crate::model::{KvType, Model, Session, SessionOptions};
 use crate::sampling::{Sampler, SamplerParams};
 use crate::tokenizer::Tokenizer;
 
@@ -44,7 +44,11 @@ async fn session(m: &Loaded) -> Session {
 }
 
 async fn session_of(m: &Loaded, ctx: u32) -> Session {
-    let opts = SessionOptions { ctx, ubatch: 16 };
+    let opts = SessionOptions {
+        ctx,
+        ubatch: 16,
+        ..Default::default()
+    };
     Session::new(m.model.clone(), opts).await.unwrap()
 }
 
@@ -202,7 +206,13 @@ async fn mtp_matches_torch() {
     let golden: serde_json::Value = serde_json::from_str(GLM_MTP_GOLDEN).unwrap();
     let m = load(GLM_MTP).await;
     // The longest prompt (31) and its rounds (3 tokens each).
-    let mut s = session_of(&m, 80).await;
+    // torch's goldens are f32 throughout: an f32 KV cache.
+    let opts = SessionOptions {
+        ctx: 80,
+        ubatch: 16,
+        kv: KvType::F32,
+    };
+    let mut s = Session::new(m.model.clone(), opts).await.unwrap();
     let ids = |v: &serde_json::Value| -> Vec<u32> {
         v.as_array()
             .unwrap()

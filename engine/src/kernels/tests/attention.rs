@@ -3,9 +3,48 @@
 
 use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer, upload, ROPE_TOL};
 use crate::kernels::{
-    self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, NormOpts, RopeConfig,
-    Rows, StepInfo, When,
+    self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, KvType, NormOpts,
+    RopeConfig, Rows, StepInfo, When,
 };
+
+/// `v` as a cache of type `kv` holds it (wgsl/common/kv_f16.wgsl rounds to f16).
+fn kv_round(v: &[f32], kv: KvType) -> Vec<f32> {
+    match kv {
+        KvType::F16 => v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect(),
+        KvType::F32 => v.to_vec(),
+    }
+}
+
+/// A KV cache of type `kv` holding `v`.
+fn upload_kv(gpu: &crate::gpu::Gpu, label: &str, v: &[f32], kv: KvType) -> wgpu::Buffer {
+    match kv {
+        KvType::F16 => {
+            let h: Vec<half::f16> = v.iter().map(|&x| half::f16::from_f32(x)).collect();
+            upload(gpu, label, &h)
+        }
+        KvType::F32 => upload(gpu, label, v),
+    }
+}
+
+/// The `n` values of a KV cache of type `kv`.
+async fn read_kv(gpu: &crate::gpu::Gpu, b: &wgpu::Buffer, n: usize, kv: KvType) -> Vec<f32> {
+    match kv {
+        KvType::F16 => bytemuck::cast_slice::<f32, half::f16>(&read(gpu, b, n / 2).await)
+            .iter()
+            .map(|h| h.to_f32())
+            .collect(),
+        KvType::F32 => read(gpu, b, n).await,
+    }
+}
+
+/// A cache element computed on the GPU and on the CPU may round to neighbouring f16 values: one
+/// f16 step at |x| < 4 is 2^-9. An f32 cache is compared as ROPE_TOL.
+fn kv_tol(kv: KvType) -> (f64, f32) {
+    match kv {
+        KvType::F16 => (1e-6, 4e-3),
+        KvType::F32 => ROPE_TOL,
+    }
+}
 
 /// Head shapes: one head, 4/1 (Gemma-3-270M: GQA with heads of 256), 9/3 (SmolLM2), 8/8 (MHA),
 /// and heads of 96 and 80, whose vec4 chunks do not divide a workgroup evenly.
@@ -52,7 +91,10 @@ async fn attention_matches_the_reference() {
         let pb = gpu
             .storage("partial", kernels::attention_partial_len(&heads) * 4)
             .unwrap();
-        for &(pos, n_tokens, window, softcap) in PASSES {
+        for (&(pos, n_tokens, window, softcap), kv) in PASSES
+            .iter()
+            .flat_map(|p| [(p, KvType::F16), (p, KvType::F32)])
+        {
             let stride = (nh + 2 * nkv) * hd;
             let seed = (nh * 1000 + hd + pos * 7 + n_tokens) as u64;
             let q = random_f32(seed, (n_tokens * stride) as usize, 1.0);
@@ -64,9 +106,10 @@ async fn attention_matches_the_reference() {
                 k[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
                 v[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
             }
+            let (k, v) = (kv_round(&k, kv), kv_round(&v, kv));
             let qb = upload(&gpu, "q", &q);
-            let kb = upload(&gpu, "k", &k);
-            let vb = upload(&gpu, "v", &v);
+            let kb = upload_kv(&gpu, "k", &k, kv);
+            let vb = upload_kv(&gpu, "v", &v, kv);
             let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
             // Twice the usual scale: scores spread over a few units, so the softmax is neither
             // flat nor one-hot.
@@ -86,6 +129,7 @@ async fn attention_matches_the_reference() {
                     softcap,
                     decode_rope: None,
                     subgroups: true,
+                    kv,
                 },
             )
             .unwrap();
@@ -98,7 +142,7 @@ async fn attention_matches_the_reference() {
             let want =
                 reference::attention(&q, &k, &v, heads, pos, n_tokens, scale, window, softcap);
             let shape = format!(
-                "heads {nh}/{nkv} of {hd}, pos {pos}, tokens {n_tokens}, window {window}, softcap {softcap}, splits {}",
+                "heads {nh}/{nkv} of {hd}, pos {pos}, tokens {n_tokens}, window {window}, softcap {softcap}, {kv:?} cache, splits {}",
                 kernels::attention_splits(&s)
             );
             assert_close(
@@ -177,8 +221,9 @@ async fn attention_with_decode_prologue_matches_the_reference() {
             let qkvb = upload(&gpu, "qkv", &qkv);
             let qnb = upload(&gpu, "qn", &qn);
             let knb = upload(&gpu, "kn", &kn);
-            let kb = upload(&gpu, "k", &k);
-            let vb = upload(&gpu, "v", &v);
+            let kv = KvType::F16;
+            let kb = upload_kv(&gpu, "k", &k, kv);
+            let vb = upload_kv(&gpu, "v", &v, kv);
             let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
             let qk_norm = qk_eps.map(|e| (&qnb, &knb, e));
             let rs = kernels::rope_store(
@@ -187,6 +232,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                     qkv: &qkvb,
                     k_cache: &kb,
                     v_cache: &vb,
+                    kv,
                 },
                 &step,
                 heads,
@@ -212,6 +258,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                     softcap: 0.0,
                     decode_rope: Some(DecodeRope { rope, qk_norm }),
                     subgroups,
+                    kv,
                 },
             )
             .unwrap();
@@ -232,6 +279,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                 pos,
                 n_tokens,
             );
+            let (want_k, want_v) = (kv_round(&want_k, kv), kv_round(&want_v, kv));
             let want = reference::attention(
                 &want_qkv, &want_k, &want_v, heads, pos, n_tokens, scale, window, 0.0,
             );
@@ -256,18 +304,18 @@ async fn attention_with_decode_prologue_matches_the_reference() {
             assert_close(
                 "attention (decode prologue, k cache)",
                 &shape,
-                &written(&read(&gpu, &kb, cache_len).await),
+                &written(&read_kv(&gpu, &kb, cache_len, kv).await),
                 &written(&want_k),
-                ROPE_TOL.0,
-                ROPE_TOL.1,
+                kv_tol(kv).0,
+                kv_tol(kv).1,
             );
             assert_close(
                 "attention (decode prologue, v cache)",
                 &shape,
-                &written(&read(&gpu, &vb, cache_len).await),
+                &written(&read_kv(&gpu, &vb, cache_len, kv).await),
                 &written(&want_v),
-                0.0,
-                0.0,
+                kv_tol(kv).0,
+                kv_tol(kv).1,
             );
         }
     }
@@ -289,7 +337,10 @@ async fn rope_store_matches_the_reference() {
         (1, 1, 80, 40, false, Some(1e-5), 500000.0, 0.25),
     ] {
         // (pos, n_tokens): a prompt from 0, decode, a prompt onto a cache, decode far out.
-        for (pos, n_tokens) in [(0u32, 5u32), (37, 1), (13, 77), (1000, 1)] {
+        for ((pos, n_tokens), kv) in [(0u32, 5u32), (37, 1), (13, 77), (1000, 1)]
+            .into_iter()
+            .flat_map(|p| [(p, KvType::F16), (p, KvType::F32)])
+        {
             let heads = Heads {
                 n_head: nh,
                 n_kv_head: nkv,
@@ -309,8 +360,8 @@ async fn rope_store_matches_the_reference() {
             let kn = random_f32(seed + 4, hd as usize, 1.5);
             let cache_len = (nkv * ctx * hd) as usize;
             let qkvb = upload(&gpu, "qkv", &qkv);
-            let kc = gpu.storage("kc", cache_len as u64 * 4).unwrap();
-            let vc = gpu.storage("vc", cache_len as u64 * 4).unwrap();
+            let kc = gpu.storage("kc", cache_len as u64 * kv.bytes()).unwrap();
+            let vc = gpu.storage("vc", cache_len as u64 * kv.bytes()).unwrap();
             let qnb = upload(&gpu, "qn", &qn);
             let knb = upload(&gpu, "kn", &kn);
             let d = kernels::rope_store(
@@ -319,6 +370,7 @@ async fn rope_store_matches_the_reference() {
                     qkv: &qkvb,
                     k_cache: &kc,
                     v_cache: &vc,
+                    kv,
                 },
                 &step,
                 heads,
@@ -357,10 +409,10 @@ async fn rope_store_matches_the_reference() {
                     .collect()
             };
             let shape = format!(
-                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, theta {theta_base}, freq_scale {freq_scale}, pos {pos}, tokens {n_tokens}"
+                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, theta {theta_base}, freq_scale {freq_scale}, pos {pos}, tokens {n_tokens}, {kv:?} cache"
             );
             // The angle is an f32 on the GPU (1000 rad carries ~3e-5 rad) and WGSL's sin/cos are
-            // approximate: ROPE_TOL for the rotated Q and K; V is copied exactly.
+            // approximate: ROPE_TOL for the rotated Q; the caches as kv_tol says.
             let (nmse, max_abs) = ROPE_TOL;
             let got_qkv = read(&gpu, &qkvb, qkv.len()).await;
             assert_close(
@@ -374,16 +426,16 @@ async fn rope_store_matches_the_reference() {
             assert_close(
                 "rope_store (k)",
                 &shape,
-                &read(&gpu, &kc, cache_len).await,
-                &want_k,
-                nmse,
-                max_abs,
+                &read_kv(&gpu, &kc, cache_len, kv).await,
+                &kv_round(&want_k, kv),
+                kv_tol(kv).0,
+                kv_tol(kv).1,
             );
             assert_close(
                 "rope_store (v)",
                 &shape,
-                &read(&gpu, &vc, cache_len).await,
-                &want_v,
+                &read_kv(&gpu, &vc, cache_len, kv).await,
+                &kv_round(&want_v, kv),
                 0.0,
                 0.0,
             );

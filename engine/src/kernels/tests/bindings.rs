@@ -23,6 +23,7 @@ fn qtype_suffixes() -> Vec<&'static str> {
 /// with `_sg`.
 fn entries_of(variant: &str, suffixes: &[&str]) -> Vec<&'static KernelBinds> {
     let base = variant.strip_suffix("_sg").unwrap_or(variant);
+    let base = base.strip_suffix("_kv32").unwrap_or(base);
     BINDS
         .iter()
         .flat_map(|family| family.iter())

@@ -110,17 +110,35 @@ pub fn assert_close(
 }
 
 /// Decode matvec shapes to test: `rows` per workgroup each with subgroups (where they fit) and
-/// without, and the adapter's choice; each distinct (rows, variant) once, so an adapter without
+/// without, the first with two rows per thread and the last with four, and the adapter's choice; each distinct (rows, variant) once, so an adapter without
 /// subgroups (or `TANDEM_TEST_PORTABLE`) runs every rows setting once.
 pub fn matvec_shapes(gpu: &Gpu, rows: &[u32]) -> Vec<super::MatvecShape> {
     let mut out: Vec<super::MatvecShape> = Vec::new();
     let all = rows
         .iter()
-        .flat_map(|&rows| [true, false].map(|subgroups| super::MatvecShape { rows, subgroups }))
+        .flat_map(|&rows| {
+            [true, false].map(|subgroups| super::MatvecShape {
+                rows,
+                per_thread: 1,
+                subgroups,
+            })
+        })
+        .chain(rows.first().map(|&rows| super::MatvecShape {
+            rows,
+            per_thread: 2,
+            subgroups: true,
+        }))
+        .chain(rows.last().map(|&rows| super::MatvecShape {
+            rows,
+            per_thread: 4,
+            subgroups: false,
+        }))
         .chain([super::MatvecShape::for_adapter(gpu)]);
     for s in all {
         let same = |o: &super::MatvecShape| {
-            o.rows == s.rows && o.uses_subgroups(gpu) == s.uses_subgroups(gpu)
+            o.rows == s.rows
+                && o.per_thread == s.per_thread
+                && o.uses_subgroups(gpu) == s.uses_subgroups(gpu)
         };
         if !out.iter().any(same) {
             out.push(s);

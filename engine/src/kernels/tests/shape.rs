@@ -16,6 +16,7 @@ async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
         let opts = MatOpts {
             matvec: Some(MatvecShape {
                 rows: bad,
+                per_thread: 1,
                 subgroups: true,
             }),
             ..Default::default()
@@ -31,7 +32,11 @@ async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
 /// row's threads are whole subgroups and the portable one elsewhere.
 async fn matvec_subgroup_variant_where_it_fits() {
     let gpu = gpu().await;
-    let shape = |rows, subgroups| MatvecShape { rows, subgroups };
+    let shape = |rows, subgroups| MatvecShape {
+        rows,
+        per_thread: 1,
+        subgroups,
+    };
     if !gpu.features.subgroups {
         eprintln!(
             "matvec: no subgroups on {}: portable variants only",
