@@ -1,10 +1,9 @@
 // tandem:include common/unit_blocks.wgsl
+// tandem:include common/q4_k_wide.wgsl
 // Q4_K's twin of common/unit_dot.wgsl (the same functions, through common/unit_blocks.wgsl). Its
 // unit is 32 weights: the low nibbles of four consecutive quant words (16 weights of sub-block
-// 2p) and their high nibbles (the same positions of sub-block 2p + 1). A 144-byte block is nine
-// 16-byte runs (the header: d, dmin and the 12 scale bytes; then eight runs of quants), so a unit
-// is two wide loads through `wv`, the includer's vec4<u32> view of the weights: one for its
-// quants, one for the header (scalar loads of the same bytes are up to nine load instructions).
+// 2p) and their high nibbles (the same positions of sub-block 2p + 1), two 16-byte loads
+// (common/q4_k_wide.wgsl; scalar loads of the same bytes are up to nine load instructions).
 //   W . x = d (sc_a (q_a . x_a) + sc_b (q_b . x_b)) - dmin (m_a sum(x_a) + m_b sum(x_b)).
 // Unit u of a row lies in block u / 8; with j = u % 8, p = j / 2 and h = j % 2 it reads quant
 // words 4 + 8p + 4h .. + 4 of the block (layout in common/quant_q4_k.wgsl), weights 64p + 16h +
@@ -36,15 +35,11 @@ fn unit_x(u: u32, xo: u32) -> UnitX {
 
 // The unit's dot product with the weights of block b.
 fn unit_w_dot(b: u32, u: u32, xs: UnitX) -> f32 {
-    let j = u % 8u;
-    let head = wv[b * 9u];
-    let q = wv[b * 9u + 1u + j];
-    let dm = unpack2x16float(head.x);
-    let a = k4_scale_min_of(head.yzw, j & 6u);
-    let c = k4_scale_min_of(head.yzw, (j & 6u) + 1u);
+    let k = q4k_unit(b, u % 8u);
+    let q = k.q;
     let lo = dot(nib_f32(q.x, 0u), xs.lo[0]) + dot(nib_f32(q.y, 0u), xs.lo[1])
            + dot(nib_f32(q.z, 0u), xs.lo[2]) + dot(nib_f32(q.w, 0u), xs.lo[3]);
     let hi = dot(nib_f32(q.x, 4u), xs.hi[0]) + dot(nib_f32(q.y, 4u), xs.hi[1])
            + dot(nib_f32(q.z, 4u), xs.hi[2]) + dot(nib_f32(q.w, 4u), xs.hi[3]);
-    return dm.x * (a.x * lo + c.x * hi) - dm.y * (a.y * xs.sums.x + c.y * xs.sums.y);
+    return dot(k.scale, vec2<f32>(lo, hi)) - dot(k.min, xs.sums);
 }
