@@ -16,6 +16,30 @@ fn tandem(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `tandem run -q -m <fixture> -p <prompt> -n <n> --json <extra...>`, which must succeed: its JSON.
+fn run_json(model: &str, prompt: &str, n: &str, extra: &[&str]) -> serde_json::Value {
+    let model = fixture(model);
+    let mut args = vec![
+        "run",
+        "-q",
+        "-m",
+        model.to_str().unwrap(),
+        "-p",
+        prompt,
+        "-n",
+        n,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = tandem(&args);
+    assert!(
+        out.status.success(),
+        "{extra:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn run_json_reports_tokens_and_speeds() {
     let model = fixture("tiny-qwen3.gguf");
@@ -136,30 +160,9 @@ fn chat_defaults_answer_the_capital_of_france() {
 /// fixture recommends no sampling); a flag overrides either.
 #[test]
 fn run_reports_the_sampling_it_used() {
-    let model = fixture("tiny-llama.gguf");
     let sampling = |extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "-q",
-            "-m",
-            model.to_str().unwrap(),
-            "-p",
-            "the",
-            "-n",
-            "1",
-            "--json",
-            "--seed",
-            "3",
-        ];
-        args.extend(extra);
-        let out = tandem(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["sampling"].clone()
+        let args = [&["--seed", "3"], extra].concat();
+        run_json("tiny-llama.gguf", "the", "1", &args)["sampling"].clone()
     };
     let raw = sampling(&[]);
     assert_eq!(raw["temperature"], 0.8);
@@ -387,30 +390,9 @@ fn bench_json_keeps_its_keys() {
 /// model with an MTP layer, a draft model with --draft.
 #[test]
 fn run_json_reports_the_speculation() {
-    let run = |model: &str, extra: &[&str]| -> serde_json::Value {
-        let model = fixture(model);
-        let mut args = vec![
-            "run",
-            "-q",
-            "-m",
-            model.to_str().unwrap(),
-            "-p",
-            "the quick brown fox",
-            "-n",
-            "12",
-            "--temperature",
-            "0",
-            "--ignore-eos",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let out = tandem(&args);
-        assert!(
-            out.status.success(),
-            "{extra:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+    let run = |model: &str, extra: &[&str]| {
+        let args = [&["--temperature", "0", "--ignore-eos"], extra].concat();
+        run_json(model, "the quick brown fox", "12", &args)
     };
     let plain = run("tiny-glm4moe-mtp.gguf", &["--speculative", "off"]);
     assert_eq!(plain["speculative"], "off");

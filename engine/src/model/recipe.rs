@@ -24,13 +24,7 @@ pub(super) fn record_forward(
     kv: &[LayerKv],
     opts: SessionOptions,
 ) -> Result<Vec<Dispatch>> {
-    let mut r = Recorder {
-        gpu,
-        model,
-        a: act,
-        opts,
-        d: Vec::new(),
-    };
+    let mut r = Recorder::new(gpu, model, act, opts);
     r.embed()?;
     for (il, (layer, kv)) in model.weights.layers.iter().zip(kv).enumerate() {
         r.attention_block(il as u32, layer, kv)?;
@@ -59,13 +53,7 @@ pub(super) fn record_mtp(
     let Some(l) = &w.mtp else {
         return Err(Error::InvalidArgument("the model has no MTP layer".into()));
     };
-    let mut r = Recorder {
-        gpu,
-        model,
-        a: act,
-        opts,
-        d: Vec::new(),
-    };
+    let mut r = Recorder::new(gpu, model, act, opts);
     let embed = l.embed.as_ref().unwrap_or(&w.token_embd);
     r.d.extend(kernels::embed(
         gpu,
@@ -112,7 +100,17 @@ struct Recorder<'a> {
     d: Vec<Dispatch>,
 }
 
-impl Recorder<'_> {
+impl<'a> Recorder<'a> {
+    fn new(gpu: &'a Gpu, model: &'a Model, a: &'a Activations, opts: SessionOptions) -> Self {
+        Recorder {
+            gpu,
+            model,
+            a,
+            opts,
+            d: Vec::new(),
+        }
+    }
+
     /// `x = embed_scale * token_embd[tokens]`.
     fn embed(&mut self) -> Result<()> {
         let (w, a) = (&self.model.weights, self.a);
