@@ -42,25 +42,12 @@ fn run_json(model: &str, prompt: &str, n: &str, extra: &[&str]) -> serde_json::V
 
 #[test]
 fn run_json_reports_tokens_and_speeds() {
-    let model = fixture("tiny-qwen3.gguf");
-    let out = tandem(&[
-        "run",
-        "-q",
-        "-m",
-        model.to_str().unwrap(),
-        "-p",
+    let v = run_json(
+        "tiny-qwen3.gguf",
         "the quick brown fox",
-        "-n",
         "5",
-        "--json",
-        "--ignore-eos",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &["--ignore-eos"],
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["tokens"].as_array().unwrap().len(), 5);
     assert!(!v["prompt_tokens"].as_array().unwrap().is_empty());
     assert!(v["decode_tokens_per_second"].as_f64().unwrap() > 0.0);
