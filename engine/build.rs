@@ -9,6 +9,8 @@
 //!   helper is a weight type, and `quant::TYPES` must list it: `gpu::tests` checks), and every
 //!   helper it includes, directly or nested, that has a twin `common/x_<qtype>.wgsl` beside
 //!   `common/x.wgsl` replaced by the twin (same functions, written for that type's blocks).
+//! - `// tandem:qtypes q4_k ...`: as `per-qtype`, for the listed weight types only (kernels whose
+//!   twin helpers exist for some types, such as the `_q8` matrix products' common/unit_q8.wgsl).
 //! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
 //!   with subgroups: `enable subgroups;` opens its source (WGSL wants enable directives before any
 //!   declaration; `gpu::shaders::source_for` drops the line for naga, which rejects it), and every
@@ -147,7 +149,7 @@ fn main() {
         let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
         let text = std::fs::read_to_string(file).expect("read kernel");
         let mut includes = Vec::new();
-        let mut per_qtype = false;
+        let mut per_qtype: Option<Vec<String>> = None;
         let mut subgroups = false;
         let mut kv32 = false;
         for line in text.lines() {
@@ -157,7 +159,17 @@ fn main() {
             if let Some(inc) = d.strip_prefix("include ") {
                 includes.push(wgsl.join(inc.trim()));
             } else if d.trim() == "per-qtype" {
-                per_qtype = true;
+                per_qtype = Some(qtypes.clone());
+            } else if let Some(list) = d.strip_prefix("qtypes ") {
+                let list: Vec<String> = list.split_whitespace().map(str::to_string).collect();
+                for q in &list {
+                    assert!(
+                        qtypes.contains(q),
+                        "{}: unknown weight type {q}",
+                        file.display()
+                    );
+                }
+                per_qtype = Some(list);
             } else if d.trim() == "subgroups" {
                 subgroups = true;
             } else if d.trim() == "kv32" {
@@ -168,8 +180,8 @@ fn main() {
         }
         // (name, includes, weight type)
         type Variant<'a> = (String, Vec<PathBuf>, Option<&'a str>);
-        let variants: Vec<Variant> = if per_qtype {
-            qtypes
+        let variants: Vec<Variant> = if let Some(types) = &per_qtype {
+            types
                 .iter()
                 .map(|q| {
                     let mut inc = includes.clone();

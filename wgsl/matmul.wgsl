@@ -122,14 +122,6 @@ fn store4(t: u32, r0: u32, v: vec4<f32>, n_tok: u32) {
         if (r >= p.n_rows) {
             return;
         }
-        var val = v[i];
-        if ((p.flags & 1u) != 0u) {
-            val += bias[p.y_offset + r];
-        }
-        let o = t * p.y_stride + p.y_offset + r;
-        if ((p.flags & 2u) != 0u) {
-            val += y[o];
-        }
-        y[o] = val;
+        store_out(t, r, v[i]);
     }
 }

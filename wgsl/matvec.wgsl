@@ -52,15 +52,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     for (var i = lane; i < RPT; i += threads) {
         let row = row0 + i;
         if (row < p.n_rows) {
-            var r = sum[i] * scale;
-            if ((p.flags & 1u) != 0u) {
-                r += bias[p.y_offset + row];
-            }
-            let o = p.y_offset + row;
-            if ((p.flags & 2u) != 0u) {
-                r += y[o];
-            }
-            y[o] = r;
+            store_out(0u, row, sum[i] * scale);
         }
     }
 }

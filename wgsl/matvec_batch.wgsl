@@ -97,19 +97,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
 }
 
-// Writes output `row` of token tok0 + j (if j < n_tok) with the bias and accumulate flags.
+// Writes output `row` of token tok0 + j if j < n_tok (common/mat_io.wgsl's store_out).
 fn store(tok0: u32, j: u32, row: u32, v: f32, n_tok: u32) {
-    if (j >= n_tok) {
-        return;
+    if (j < n_tok) {
+        store_out(tok0 + j, row, v);
     }
-    let t = tok0 + j;
-    var r = v;
-    if ((p.flags & 1u) != 0u) {
-        r += bias[p.y_offset + row];
-    }
-    let o = t * p.y_stride + p.y_offset + row;
-    if ((p.flags & 2u) != 0u) {
-        r += y[o];
-    }
-    y[o] = r;
 }

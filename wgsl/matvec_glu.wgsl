@@ -3,6 +3,7 @@
 // tandem:include common/rms_fold.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/act.wgsl
+// tandem:include common/glu_io.wgsl
 // tandem:include common/unit_dot.wgsl
 // tandem:per-qtype
 // tandem:subgroups
@@ -19,24 +20,6 @@
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
 override RPT: u32 = 1u;   // rows per thread group: 1, 2 or 4, dividing ROWS
-
-struct Params {
-    n_rows: u32,    // output rows (the FFN width); the weight has 2 * n_rows
-    n_cols: u32,
-    act: u32,       // 0: SiLU, 1: GELU (tanh)
-    flags: u32,     // bit 2: RMSNorm prologue
-    eps: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-@group(0) @binding(0) var<storage, read> w: array<u32>;              // [2 * n_rows, n_cols / QK] blocks
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;        // [n_cols]
-@group(0) @binding(2) var<storage, read_write> h: array<f32>;        // [n_rows]
-@group(0) @binding(3) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
-@group(0) @binding(4) var<uniform> p: Params;
-@group(0) @binding(5) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

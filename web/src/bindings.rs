@@ -190,7 +190,7 @@ impl Engine {
             "backend": format!("{:?}", g.info.backend),
             "deviceType": format!("{:?}", g.info.device_type),
             "description": g.describe(),
-            "features": { "f16": g.features.f16, "subgroups": g.features.subgroups, "timestamps": g.features.timestamps },
+            "features": { "f16": g.features.f16, "subgroups": g.features.subgroups, "timestamps": g.features.timestamps, "int8Dot": g.features.int8_dot },
             "limits": {
                 "maxStorageBufferBindingSize": g.limits.max_storage_buffer_binding_size,
                 "maxBufferSize": g.limits.max_buffer_size,

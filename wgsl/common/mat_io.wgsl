@@ -20,3 +20,16 @@ struct Params {
 @group(0) @binding(3) var<storage, read> bias: array<f32>;      // [y_offset + n_rows] or unused
 @group(0) @binding(4) var<uniform> p: Params;
 @group(0) @binding(5) var<uniform> step: Step;
+
+// Writes output `row` of token t: v plus the bias (flags bit 0), added to y (bit 1).
+fn store_out(t: u32, row: u32, v: f32) {
+    var r = v;
+    if ((p.flags & 1u) != 0u) {
+        r += bias[p.y_offset + row];
+    }
+    let o = t * p.y_stride + p.y_offset + row;
+    if ((p.flags & 2u) != 0u) {
+        r += y[o];
+    }
+    y[o] = r;
+}

@@ -31,6 +31,10 @@ pub struct GpuFeatures {
     pub f16: bool,
     pub subgroups: bool,
     pub timestamps: bool,
+    /// WGSL's packed 4x8 integer dot product (`dot4I8Packed`; the language extension
+    /// packed_4x8_integer_dot_product): the `_q8` matrix products (common/q8_stage.wgsl). naga
+    /// always has it (a polyfill where the device lacks the instruction); browsers list it.
+    pub int8_dot: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -90,11 +94,13 @@ impl Gpu {
             tries.push(wgpu::Backends::GL);
         }
         let mut adapter = None;
+        let mut int8_dot = false;
         let mut first_error = None;
         for backends in tries {
             let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
             desc.backends = backends;
-            match wgpu::Instance::new(desc)
+            let instance = wgpu::Instance::new(desc);
+            match instance
                 .request_adapter(&wgpu::RequestAdapterOptions {
                     power_preference: wgpu::PowerPreference::HighPerformance,
                     force_fallback_adapter: opts.force_fallback,
@@ -105,6 +111,9 @@ impl Gpu {
             {
                 Ok(a) => {
                     adapter = Some(a);
+                    int8_dot = instance
+                        .wgsl_language_features()
+                        .contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct);
                     break;
                 }
                 Err(e) => {
@@ -115,7 +124,10 @@ impl Gpu {
         let adapter = adapter.ok_or_else(|| Error::NoAdapter(first_error.unwrap_or_default()))?;
         let have = adapter.features();
         let mut required = wgpu::Features::empty();
-        let mut features = GpuFeatures::default();
+        let mut features = GpuFeatures {
+            int8_dot,
+            ..GpuFeatures::default()
+        };
         if have.contains(wgpu::Features::SHADER_F16) && !opts.portable_only {
             required |= wgpu::Features::SHADER_F16;
             features.f16 = true;
@@ -201,13 +213,14 @@ impl Gpu {
             "subgroups off".into()
         };
         format!(
-            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, {subgroups}",
+            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, {subgroups}, int8 dot {}",
             self.info.name,
             self.info.backend,
             self.info.device_type,
             self.limits.max_storage_buffer_binding_size >> 20,
             self.limits.max_buffer_size >> 20,
             if self.features.f16 { "on" } else { "off" },
+            if self.features.int8_dot { "on" } else { "off" },
         )
     }
 

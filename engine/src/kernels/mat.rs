@@ -170,8 +170,10 @@ pub fn mat(
             .matvec
             .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows, w.n_cols, chunk.ty));
         let matvec_rows = shape.rows * shape.per_thread;
-        let matvec = gpu.pipeline(&shape.rows_key(gpu, format!("matvec_{q}"), MAT_LAYOUT)?)?;
-        let batch = gpu.pipeline(&shape.key(gpu, format!("matvec_batch_{q}"), MAT_LAYOUT)?)?;
+        let matvec = shape.kernel("matvec", chunk.ty)?;
+        let matvec = gpu.pipeline(&shape.rows_key(gpu, matvec, MAT_LAYOUT)?)?;
+        let batch = shape.kernel("matvec_batch", chunk.ty)?;
+        let batch = gpu.pipeline(&shape.key(gpu, batch, MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
@@ -284,8 +286,11 @@ pub fn matvec_glu_with(
     let n_rows = gate_up.n_rows / 2;
     let shape =
         shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_rows, gate_up.n_cols, chunk.ty));
-    let q = qtype_suffix(chunk.ty)?;
-    let pipeline_key = shape.rows_key(gpu, format!("matvec_glu_{q}"), MATVEC_GLU_LAYOUT)?;
+    let pipeline_key = shape.rows_key(
+        gpu,
+        shape.kernel("matvec_glu", chunk.ty)?,
+        MATVEC_GLU_LAYOUT,
+    )?;
     let rows = shape.rows * shape.per_thread;
     let params = MatvecGluParams {
         n_rows,

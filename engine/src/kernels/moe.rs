@@ -117,11 +117,10 @@ pub fn gate_up(
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
-        let q = qtype_suffix(c.ty)?;
         let shape =
             shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_ff * r.k, ex.n_cols, c.ty));
         let rows = shape.rows;
-        let pipeline_key = shape.key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?;
+        let pipeline_key = shape.key(gpu, shape.kernel("moe_gate_up", c.ty)?, GATE_UP_LAYOUT)?;
         let params = GateUpParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -160,6 +159,9 @@ pub fn gate_up(
     Ok(out)
 }
 
+/// Routes moe_down_q8.wgsl stages (its Q8_TOKENS).
+const MOE_DOWN_Q8_ROUTES: u32 = 8;
+
 const DOWN_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
@@ -194,10 +196,14 @@ pub fn down(
     check_experts(ex, r, ex.rows, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
-        let q = qtype_suffix(c.ty)?;
         let shape = shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, ex.rows, ex.n_cols, c.ty));
+        // moe_down_q8 stages at most MOE_DOWN_Q8_ROUTES routes' h.
+        let shape = MatvecShape {
+            int8: shape.int8 && r.k <= MOE_DOWN_Q8_ROUTES,
+            ..shape
+        };
         let rows = shape.rows;
-        let pipeline_key = shape.key(gpu, format!("moe_down_{q}"), DOWN_LAYOUT)?;
+        let pipeline_key = shape.key(gpu, shape.kernel("moe_down", c.ty)?, DOWN_LAYOUT)?;
         let params = DownParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,

@@ -59,6 +59,13 @@ pub(crate) fn gpu_matvec_rows(mut rows: u32, n_rows: u32, units: u32) -> u32 {
     rows
 }
 
+/// Whether weights of type `ty` have the `_q8` matrix products (a twin
+/// common/unit_q8_<qtype>.wgsl, listed on the kernels' `// tandem:qtypes` lines).
+pub fn has_q8_unit(ty: GgmlType) -> bool {
+    ty.gpu()
+        .is_some_and(|g| crate::gpu::shaders::source(&format!("matvec_q8_{}", g.wgsl)).is_some())
+}
+
 /// Whether the subgroup (`_sg`) variant of a kernel whose rows are each summed by `threads`
 /// invocations (common/reduce_sg.wgsl) is correct on this adapter: it has subgroups, and
 /// `threads` is a whole number of subgroups of every size the adapter may run (a multiple of its
@@ -91,6 +98,9 @@ pub struct MatvecShape {
     /// Sum with subgroup operations (the `_sg` variant) where [`subgroups_fit`]; `false` takes
     /// the portable variant everywhere.
     pub subgroups: bool,
+    /// Dot the weights with x' staged as int8 (the `_q8` variants, common/q8_stage.wgsl) where
+    /// the type has such a unit ([`has_q8_unit`]); `false` takes the f32 units everywhere.
+    pub int8: bool,
 }
 
 impl MatvecShape {
@@ -100,6 +110,7 @@ impl MatvecShape {
             rows: matvec_rows(gpu),
             per_thread: matvec_rows_per_thread(gpu),
             subgroups: true,
+            int8: gpu.features.int8_dot,
         }
     }
 
@@ -110,8 +121,18 @@ impl MatvecShape {
     /// would make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
     /// workgroups of 4 rows leave most of a large GPU idle).
     pub fn for_matrix(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
-        let mut shape = MatvecShape::for_adapter(gpu);
+        MatvecShape::for_adapter(gpu).fit(gpu, n_rows, n_cols, ty)
+    }
+
+    /// This shape's rows fitted to the matrix ([`MatvecShape::for_matrix`]).
+    fn fit(self, gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
+        let mut shape = self;
         if gpu.info.device_type != wgpu::DeviceType::Cpu {
+            if shape.takes_q8(ty) {
+                // Staging x' costs a workgroup the same whatever its rows: twice the rows pays
+                // (H200, dense 8B decode: 200.3 tok/s with 4 groups of 4 rows, 207.5 with 8).
+                shape.rows *= 2;
+            }
             let groups = n_rows.div_ceil(shape.per_thread);
             shape.rows = gpu_matvec_rows(shape.rows, groups, n_cols / decode_unit(ty));
         }
@@ -159,6 +180,23 @@ impl MatvecShape {
             ("RPT", self.per_thread),
         ];
         Ok(key)
+    }
+
+    /// Whether this shape takes the `_q8` variant for weights of type `ty`.
+    pub fn takes_q8(self, ty: GgmlType) -> bool {
+        self.int8 && has_q8_unit(ty)
+    }
+
+    /// The variant stem of decode kernel `stem` (`matvec`, `matvec_glu`, `matvec_batch`,
+    /// `moe_gate_up`, `moe_down`) for
+    /// weights of type `ty` in this shape: `<stem>_q8_<qtype>` or `<stem>_<qtype>`.
+    pub(crate) fn kernel(self, stem: &str, ty: GgmlType) -> Result<String> {
+        let q = super::dispatch::qtype_suffix(ty)?;
+        Ok(if self.takes_q8(ty) {
+            format!("{stem}_q8_{q}")
+        } else {
+            format!("{stem}_{q}")
+        })
     }
 
     /// Whether this shape takes the subgroup variant on `gpu`.

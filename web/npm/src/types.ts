@@ -103,7 +103,7 @@ export interface AdapterInfo {
   backend: string;
   deviceType: string;
   description: string;
-  features: { f16: boolean; subgroups: boolean; timestamps: boolean };
+  features: { f16: boolean; subgroups: boolean; timestamps: boolean; int8Dot: boolean };
   limits: Record<string, number>;
 }
 

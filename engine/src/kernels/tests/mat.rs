@@ -150,7 +150,53 @@ fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
     } else {
         "portable"
     };
-    format!("rows/wg {} {variant}", s.rows)
+    let units = if s.int8 { " int8 x" } else { "" };
+    format!("rows/wg {} {variant}{units}", s.rows)
+}
+
+/// x as the `_q8` kernels read it (common/q8_stage.wgsl): in each block of 32, d = max |x| /
+/// 127, the quotient q = round(x / d) and the remainder's r = round((x - q d) 254 / d) (to nearest,
+/// ties to even, as WGSL's round), x' = (254 q + r) d / 254.
+pub(super) fn q8_round(x: &[f32]) -> Vec<f32> {
+    x.chunks(32)
+        .flat_map(|b| {
+            let d = b.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+            let inv = if d > 0.0 { 1.0 / d } else { 0.0 };
+            b.iter().map(move |v| {
+                let q = (v * inv).round_ties_even();
+                let r = ((v - q * d) * (254.0 * inv)).round_ties_even();
+                (254.0 * q + r) * (d / 254.0)
+            })
+        })
+        .collect()
+}
+
+/// x as the path `kernels::mat` takes for `n` tokens of type `ty` in `shape` reads it: int8
+/// blocks in the `_q8` matvec and matvec_batch, as is elsewhere.
+fn x_read(shape: MatvecShape, ty: GgmlType, n: usize, x: &[f32]) -> Vec<f32> {
+    if n <= crate::kernels::mat::MATVEC_BATCH as usize && shape.takes_q8(ty) {
+        q8_round(x)
+    } else {
+        x.to_vec()
+    }
+}
+
+/// The norm prologue's x' = RMSNorm(x) * w as the decode kernels in `shape` compute it: the `_q8`
+/// ones quantize x * w and scale the products by the norm afterwards.
+pub(super) fn norm_read(
+    shape: MatvecShape,
+    ty: GgmlType,
+    x: &[f32],
+    w: &[f32],
+    eps: f32,
+) -> Vec<f32> {
+    if !shape.takes_q8(ty) {
+        return rmsnorm_ref(x, w, eps);
+    }
+    let ms = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
+    let inv = 1.0 / (ms + eps).sqrt();
+    let xw: Vec<f32> = x.iter().zip(w).map(|(v, g)| v * g).collect();
+    q8_round(&xw).into_iter().map(|v| v * inv).collect()
 }
 
 /// The kernel `kernels::mat` runs for a pass of `n` tokens, as failure messages name it.
@@ -227,8 +273,9 @@ async fn mat_every_type_and_shape() {
                 run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
                 let got = read(&gpu, &yb, n * rows).await;
                 let mut want = y0.clone();
+                let xr = x_read(MatvecShape::for_adapter(&gpu), t.ty, n, &x);
                 for tk in 0..n {
-                    let r = matvec_ref(&w, &x[tk * cols..(tk + 1) * cols], rows, cols);
+                    let r = matvec_ref(&w, &xr[tk * cols..(tk + 1) * cols], rows, cols);
                     for i in 0..rows {
                         want[tk * rows + i] += r[i] + bias[i];
                     }
@@ -261,8 +308,8 @@ async fn matvec_norm_prologue_and_output_rows() {
     let nw = random_f32(6, cols, 1.5);
     let xb = upload(&gpu, "x", &x);
     let nb = upload(&gpu, "norm", &nw);
-    let want = matvec_ref(&w, &rmsnorm_ref(&x, &nw, 1e-5), rows, cols);
     for shape in mat_shapes(&gpu) {
+        let want = matvec_ref(&w, &norm_read(shape, t.ty, &x, &nw, 1e-5), rows, cols);
         let yb = gpu.storage("y", rows as u64 * 4).unwrap();
         let d = kernels::mat(
             &gpu,
@@ -321,24 +368,24 @@ async fn matvec_glu_every_type() {
             let nw = random_f32(10, cols, 1.0);
             let xb = upload(&gpu, "x", &x);
             let nb = upload(&gpu, "norm", &nw);
-            let xn = rmsnorm_ref(&x, &nw, 1e-6);
-            let gu = matvec_ref(&w, &xn, 2 * n_ff, cols);
-            let want: Vec<f32> = (0..n_ff)
-                .map(|i| {
-                    let g = gu[i];
-                    let a = match act {
-                        Activation::Silu => g / (1.0 + (-g).exp()),
-                        Activation::GeluTanh => {
-                            0.5 * g * (1.0 + (0.797_884_6 * (g + 0.044715 * g * g * g)).tanh())
-                        }
-                    };
-                    a * gu[n_ff + i]
-                })
-                .collect();
-            // The gguf-py fixture rows reach |h| ~ 1e4 (Q6_K's int8 scales): relative bound.
-            let mag = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
             let step = step_buffer(&gpu);
             for shape in mat_shapes(&gpu) {
+                let xn = norm_read(shape, t.ty, &x, &nw, 1e-6);
+                let gu = matvec_ref(&w, &xn, 2 * n_ff, cols);
+                let want: Vec<f32> = (0..n_ff)
+                    .map(|i| {
+                        let g = gu[i];
+                        let a = match act {
+                            Activation::Silu => g / (1.0 + (-g).exp()),
+                            Activation::GeluTanh => {
+                                0.5 * g * (1.0 + (0.797_884_6 * (g + 0.044715 * g * g * g)).tanh())
+                            }
+                        };
+                        a * gu[n_ff + i]
+                    })
+                    .collect();
+                // The gguf-py fixture rows reach |h| ~ 1e4 (Q6_K's int8 scales): relative bound.
+                let mag = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
                 let hb = gpu.storage("h", n_ff as u64 * 4).unwrap();
                 let d = kernels::matvec_glu_with(
                     &gpu,
@@ -390,7 +437,8 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
     let mut worst = 0.0f32;
     for (ti, ty) in gpu_types().into_iter().enumerate() {
         let [c0, c1, c2] = cols_for(ty);
-        let long = if c0 == 256 { 4096 } else { 4000 };
+        // Past one chunk of the `_q8` decode kernels (4096 columns) for the 256-weight blocks.
+        let long = if c0 == 256 { 5120 } else { 4000 };
         // (rows, cols, chunk splits, extra y columns)
         let shapes: [(usize, usize, &[usize], usize); 6] = [
             (1, c0, &[], 0),
@@ -444,9 +492,15 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                 };
                 run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
                 let got = read(&gpu, &yb, n * stride).await;
+                let xr = x_read(
+                    shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu)),
+                    ty,
+                    n,
+                    &x,
+                );
                 let (want, mag) = mat_ref(
                     &w,
-                    &x,
+                    &xr,
                     (n, rows, cols, stride),
                     with_bias.then_some(&bias[..]),
                     &y0,
@@ -507,7 +561,8 @@ async fn mat_output_rows_every_type() {
             };
             run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
             let got = read(&gpu, &yb, n_tokens * rows).await;
-            let (mut want, mag) = mat_ref(&w, &x, (n_out, rows, cols, rows), None, &y0, false);
+            let xr = x_read(MatvecShape::for_adapter(&gpu), ty, n_out, &x);
+            let (mut want, mag) = mat_ref(&w, &xr, (n_out, rows, cols, rows), None, &y0, false);
             want.truncate(n_out * rows);
             want.extend_from_slice(&y0[n_out * rows..]);
             let kernel = mat_path(n_out);

@@ -110,35 +110,33 @@ pub fn assert_close(
 }
 
 /// Decode matvec shapes to test: `rows` per workgroup each with subgroups (where they fit) and
-/// without, the first with two rows per thread and the last with four, and the adapter's choice; each distinct (rows, variant) once, so an adapter without
-/// subgroups (or `TANDEM_TEST_PORTABLE`) runs every rows setting once.
+/// without, the first with two rows per thread and the last with four, and the adapter's choice;
+/// all with the `_q8` kernels where the adapter has them, and the first and last rows settings
+/// also with the f32 units (the fallback). Each distinct (rows, variant, units) once, so an
+/// adapter without subgroups (or `TANDEM_TEST_PORTABLE`) runs every rows setting once.
 pub fn matvec_shapes(gpu: &Gpu, rows: &[u32]) -> Vec<super::MatvecShape> {
+    let int8 = gpu.features.int8_dot;
+    let shape = |rows, per_thread, subgroups, int8| super::MatvecShape {
+        rows,
+        per_thread,
+        subgroups,
+        int8,
+    };
     let mut out: Vec<super::MatvecShape> = Vec::new();
     let all = rows
         .iter()
-        .flat_map(|&rows| {
-            [true, false].map(|subgroups| super::MatvecShape {
-                rows,
-                per_thread: 1,
-                subgroups,
-            })
-        })
-        .chain(rows.first().map(|&rows| super::MatvecShape {
-            rows,
-            per_thread: 2,
-            subgroups: true,
-        }))
-        .chain(rows.last().map(|&rows| super::MatvecShape {
-            rows,
-            per_thread: 4,
-            subgroups: false,
-        }))
+        .flat_map(|&rows| [true, false].map(|subgroups| shape(rows, 1, subgroups, int8)))
+        .chain(rows.first().map(|&rows| shape(rows, 2, true, int8)))
+        .chain(rows.last().map(|&rows| shape(rows, 4, false, int8)))
+        .chain(rows.first().map(|&rows| shape(rows, 1, true, false)))
+        .chain(rows.last().map(|&rows| shape(rows, 4, false, false)))
         .chain([super::MatvecShape::for_adapter(gpu)]);
     for s in all {
         let same = |o: &super::MatvecShape| {
             o.rows == s.rows
                 && o.per_thread == s.per_thread
                 && o.uses_subgroups(gpu) == s.uses_subgroups(gpu)
+                && o.int8 == s.int8
         };
         if !out.iter().any(same) {
             out.push(s);

@@ -328,6 +328,20 @@ async fn run_moe(
     run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
     let got = read(&gpu, &resid, n_tokens * emb).await;
 
+    // The decode's `_q8` expert kernels read x' and h as int8 blocks (tests::mat::q8_round).
+    let q8 = |ty| {
+        n_tokens == 1
+            && shape
+                .unwrap_or_else(|| MatvecShape::for_adapter(&gpu))
+                .takes_q8(ty)
+    };
+    let xn = if q8(case.ty_gate_up) {
+        let s = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
+        super::mat::norm_read(s, case.ty_gate_up, &x, &norm_w, eps)
+    } else {
+        xn
+    };
+    let h_q8 = q8(case.ty_down) && r.k <= 8;
     let mut want = resid0.clone();
     for t in 0..n_tokens {
         let routes = route_ref(
@@ -341,6 +355,7 @@ async fn run_moe(
             let g = matvec(&gw[e * ff * emb..(e + 1) * ff * emb], xt, ff, emb);
             let u = matvec(&uw[e * ff * emb..(e + 1) * ff * emb], xt, ff, emb);
             let h: Vec<f32> = g.iter().zip(&u).map(|(g, u)| silu(*g) * u).collect();
+            let h = if h_q8 { super::mat::q8_round(&h) } else { h };
             let y = matvec(&dw[e * emb * ff..(e + 1) * emb * ff], &h, emb, ff);
             for i in 0..emb {
                 want[t * emb + i] += wt * y[i];
@@ -349,7 +364,12 @@ async fn run_moe(
     }
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let decode = shape.map_or("the adapter's choice".into(), |s| {
-        format!("rows/wg {} subgroups {}", s.rows, s.uses_subgroups(&gpu))
+        format!(
+            "rows/wg {} subgroups {} int8 x {}",
+            s.rows,
+            s.uses_subgroups(&gpu),
+            s.int8
+        )
     });
     let shape = format!(
         "{name} {}/{} n_embd {emb} n_ff {ff} n_expert {ne} k {k} n_tokens {n_tokens} chunks {:?} decode {decode}",

@@ -18,6 +18,7 @@ async fn matvec_rows_per_workgroup_must_split_the_workgroup() {
                 rows: bad,
                 per_thread: 1,
                 subgroups: true,
+                int8: false,
             }),
             ..Default::default()
         };
@@ -36,6 +37,7 @@ async fn matvec_subgroup_variant_where_it_fits() {
         rows,
         per_thread: 1,
         subgroups,
+        int8: false,
     };
     if !gpu.features.subgroups {
         eprintln!(
