@@ -147,7 +147,7 @@ const fmt = (x, d = 1) => (x == null || !Number.isFinite(x) ? "-" : x.toFixed(d)
 const base = summary.find((s) => s.arm === "native");
 const ratio = (x, y) => (x && y ? `${(x / y).toFixed(2)}x` : "-");
 const file = statSync(model).size;
-console.log(`\n== ${name} (${(file / 1e9).toFixed(2)} GB): ${bench.prompts} prompts, ${bench.prompt} prompt tokens, ${bench.gen} generated, ${rounds} rounds A B B A`);
+console.log(`\n== ${name} (${(file / 1e9).toFixed(2)} GB): ${bench.prompts} prompts, ${bench.prompt} prompt tokens, ${bench.gen} generated, ${rounds} rounds, arm order reversed every other round (A B B A)`);
 for (const s of summary) console.log(`   ${s.arm}: ${s.adapter}`);
 const cols = summary.map((s) => s.arm);
 const w = Math.max(18, ...cols.map((c) => c.length + 2));
