@@ -79,6 +79,77 @@ pub fn now_seconds() -> f64 {
 #[cfg(target_arch = "wasm32")]
 use wasm_bindgen::JsCast;
 
+/// Runs `request`, wgpu's `Adapter::request_device` (which calls the adapter's JS
+/// `requestDevice` before it returns its future), so that the browser's device also gets the
+/// `subgroups` feature where the adapter has it and `want` says so. wgpu 30's WebGPU backend has no
+/// mapping for that feature (gfx-rs/wgpu#10146; the fix, PR #10220, is not released), so it never
+/// asks for it and never reports it: without this the browser ran only the kernels without
+/// subgroups. Natively wgpu asks for it itself.
+#[cfg(target_arch = "wasm32")]
+pub fn request_device_with_subgroups<T>(want: bool, request: impl FnOnce() -> T) -> T {
+    if !want {
+        return request();
+    }
+    let patched = subgroups_js::ask_for_subgroups();
+    let out = request();
+    if patched {
+        subgroups_js::restore_request_device();
+    }
+    out
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub fn request_device_with_subgroups<T>(_want: bool, request: impl FnOnce() -> T) -> T {
+    request()
+}
+
+/// Whether the browser's device got `subgroups` ([`request_device_with_subgroups`]).
+#[cfg(target_arch = "wasm32")]
+pub fn browser_device_has_subgroups(device: &wgpu::Device) -> bool {
+    device
+        .as_webgpu()
+        .is_some_and(|d| d.features().has("subgroups"))
+}
+
+/// Natively wgpu reports subgroups in `Adapter::features`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn browser_device_has_subgroups(_device: &wgpu::Device) -> bool {
+    false
+}
+
+/// The JS side of [`request_device_with_subgroups`]: `GPUAdapter.prototype.requestDevice` wrapped
+/// for the one synchronous call wgpu makes, then put back.
+#[cfg(target_arch = "wasm32")]
+mod subgroups_js {
+    use wasm_bindgen::prelude::*;
+
+    #[wasm_bindgen(inline_js = r#"
+let original = null;
+export function ask_for_subgroups() {
+  const proto = globalThis.GPUAdapter && globalThis.GPUAdapter.prototype;
+  if (!proto || typeof proto.requestDevice !== "function" || original) return false;
+  original = proto.requestDevice;
+  const call = original;
+  proto.requestDevice = function (desc) {
+    const d = Object.assign({}, desc);
+    const features = Array.from(d.requiredFeatures || []);
+    if (this.features.has("subgroups") && !features.includes("subgroups")) features.push("subgroups");
+    d.requiredFeatures = features;
+    return call.call(this, d);
+  };
+  return true;
+}
+export function restore_request_device() {
+  if (original) globalThis.GPUAdapter.prototype.requestDevice = original;
+  original = null;
+}
+"#)]
+    extern "C" {
+        pub fn ask_for_subgroups() -> bool;
+        pub fn restore_request_device();
+    }
+}
+
 /// Waits for `future` on this thread: natively by blocking, which the browser cannot do (there,
 /// callers `.await` instead).
 #[cfg(not(target_arch = "wasm32"))]

@@ -198,6 +198,7 @@ impl Engine {
                 "maxComputeInvocationsPerWorkgroup": g.limits.max_compute_invocations_per_workgroup,
             },
             "model": self.inner.try_borrow().ok().and_then(|i| i.model.as_ref().map(|m| m.name.clone())),
+            "wasmMemoryBytes": wasm_memory_bytes(),
         }))
     }
 
@@ -303,6 +304,7 @@ impl Engine {
                 "uploadSeconds": t1 - t0,
                 "pipelineSeconds": t2 - t1,
                 "loadSeconds": t2 - t0,
+                "wasmMemoryBytes": wasm_memory_bytes(),
                 "chatDefaults": ChatDefaults::for_model(&recommended),
             });
             report(summary.clone());
@@ -462,6 +464,16 @@ impl Engine {
             .model = None;
         Ok(())
     }
+}
+
+/// The size of this module's linear memory: it only grows, so after a load it is the most the
+/// load held at once (weights stream through it to the GPU; wasm32 caps it at 4 GiB).
+fn wasm_memory_bytes() -> f64 {
+    Reflect::get(&wasm_bindgen::memory(), &"buffer".into())
+        .and_then(|b| Reflect::get(&b, &"byteLength".into()))
+        .ok()
+        .and_then(|n| n.as_f64())
+        .unwrap_or(0.0)
 }
 
 /// The engine crate's version, for the page's footer.

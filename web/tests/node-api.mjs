@@ -3,14 +3,17 @@
 // fixture, and the error cases.
 // Run after `npm --prefix web run build`: node web/tests/node-api.mjs
 import assert from "node:assert/strict";
-import { dirname, resolve } from "node:path";
+import { statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, globals } from "webgpu";
-import { serve, DEFAULT_MODEL } from "./serve.mjs";
+import { serve, modelDir, DEFAULT_MODEL } from "./serve.mjs";
 
 process.env.VK_ICD_FILENAMES ??= "/usr/lib/chromium/vk_swiftshader_icd.json";
 Object.assign(globalThis, globals);
-globalThis.navigator = { gpu: create([]) };
+// Dawn rounds timestamps to 2^17 ns unless this toggle is off (Chrome: unless started with
+// --enable-webgpu-developer-features); the bench's per-kernel times need them unrounded.
+globalThis.navigator = { gpu: create(["disable-dawn-features=timestamp_quantization"]) };
 globalThis.Window = class {}; // wgpu looks for Window or WorkerGlobalScope
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -39,6 +42,22 @@ await step("createEngine loads the default model with progress", async () => {
   // package's generated contract mirrors.
   assert.deepEqual(engine.model.chatDefaults, CHAT_DEFAULTS);
   assert.ok(ERROR_CODES.includes("bad_gguf") && ERROR_CODES.includes("network"));
+});
+
+await step("the engine has the adapter's subgroups and shader-f16 (wgpu's WebGPU backend asks for neither subgroups nor reports them)", async () => {
+  const a = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
+  assert.equal(engine.adapter.features.subgroups, a.features.has("subgroups"));
+  assert.equal(engine.adapter.features.f16, a.features.has("shader-f16"));
+  assert.equal(engine.adapter.features.timestamps, a.features.has("timestamp-query"));
+  console.log(`     ${engine.adapter.description}`);
+});
+
+await step("the load streams: the wasm heap stays below the file's size", async () => {
+  const size = statSync(join(modelDir(), DEFAULT_MODEL)).size;
+  const mem = engine.model.wasmMemoryBytes;
+  assert.ok(Number.isFinite(mem) && mem > 0, `wasmMemoryBytes ${mem}`);
+  assert.ok(mem < size, `wasm memory ${mem} B after loading a ${size} B file`);
+  console.log(`     wasm memory ${(mem / 2 ** 20).toFixed(0)} MiB after loading ${(size / 2 ** 20).toFixed(0)} MiB`);
 });
 
 console.log(`     load: ${engine.model.loadSeconds.toFixed(1)} s (upload ${engine.model.uploadSeconds.toFixed(1)} s, pipelines ${engine.model.pipelineSeconds.toFixed(1)} s)`);
@@ -111,6 +130,9 @@ await step("engine.bench returns tandem bench's JSON (tiny-llama fixture)", asyn
     assert.equal(n, r.dispatches_per_token);
     const pass = groups.reduce((a, [, g]) => a + g.percent_of_pass, 0);
     assert.ok(Math.abs(pass - 100) < 1e-6, `percent_of_pass sums to ${pass}`);
+    // Rounded timestamps would make every group a multiple of 2^17 ns.
+    const q = 131.072;
+    assert.ok(groups.some(([, g]) => Math.abs(g.microseconds / q - Math.round(g.microseconds / q)) > 1e-3), "timestamps are quantized");
     detail = `${groups.length} kernel groups`;
   } else {
     assert.equal(c.bytes_per_second, null);

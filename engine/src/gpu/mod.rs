@@ -144,17 +144,23 @@ impl Gpu {
             }
         }
         let limits = adapter.limits();
-        let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor {
-                label: Some("tandem"),
-                required_features: required,
-                required_limits: limits.clone(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
-                memory_hints: wgpu::MemoryHints::Performance,
-                trace: wgpu::Trace::Off,
+        let want_subgroups = !opts.portable_only && !features.subgroups;
+        let (device, queue) =
+            crate::platform::request_device_with_subgroups(want_subgroups, || {
+                adapter.request_device(&wgpu::DeviceDescriptor {
+                    label: Some("tandem"),
+                    required_features: required,
+                    required_limits: limits.clone(),
+                    experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                    memory_hints: wgpu::MemoryHints::Performance,
+                    trace: wgpu::Trace::Off,
+                })
             })
             .await
             .map_err(|e| Error::Gpu(format!("requesting the device failed: {e}")))?;
+        if want_subgroups && crate::platform::browser_device_has_subgroups(&device) {
+            features.subgroups = true;
+        }
         let lost = Arc::new(Mutex::new(None));
         let lost_in_cb = lost.clone();
         device.set_device_lost_callback(move |reason, message| {

@@ -120,6 +120,10 @@ async fn read_header_from<R: ChunkReader>(
     }
 }
 
+/// Bytes reserved past a read's need for the chunk that crosses its end (streams deliver 64 KiB
+/// to 1 MiB pieces); reads this large or larger take the buffer over instead of copying it.
+const CHUNK_SLACK: usize = 4 << 20;
+
 /// Tensors from a stream that yields the file front to back. The header has been parsed from a
 /// prefix already: `consumed` says how many of the stream's bytes were used for it (those bytes are
 /// not read again), and `leftover` holds bytes past them that were already fetched.
@@ -157,12 +161,18 @@ impl<R: ChunkReader> FileOrderStream<R> {
 
     /// Makes `buf[start..]` hold at least `n` bytes; fails at the end of the stream.
     async fn fill(&mut self, n: usize, what: &str) -> Result<()> {
-        while self.buf.len() - self.start < n {
+        if self.buf.len() - self.start < n {
             if self.start > 0 {
                 self.buf.drain(..self.start);
                 self.pos += self.start as u64;
                 self.start = 0;
             }
+            // Room for exactly what is asked and the last chunk's overshoot: growing by doubling
+            // would hold up to twice the largest tensor (the wasm heap never shrinks).
+            self.buf
+                .reserve_exact((n - self.buf.len()).saturating_add(CHUNK_SLACK));
+        }
+        while self.buf.len() - self.start < n {
             match self.reader.next_chunk().await? {
                 Some(c) => {
                     self.received += c.len() as u64;
@@ -203,8 +213,19 @@ impl<R: ChunkReader> FileOrderStream<R> {
             have: usize::MAX as u64,
         })?;
         self.fill(len, what).await?;
-        let out = self.buf[self.start..self.start + len].to_vec();
-        self.start += len;
+        let end = self.start + len;
+        if len < CHUNK_SLACK {
+            let out = self.buf[self.start..end].to_vec();
+            self.start = end;
+            return Ok(out);
+        }
+        // A large tensor: hand the buffer itself over (its bytes moved to the front) and keep
+        // only what follows it, rather than holding the tensor twice.
+        let rest = self.buf.split_off(end);
+        let mut out = std::mem::replace(&mut self.buf, rest);
+        out.drain(..self.start);
+        self.pos += end as u64;
+        self.start = 0;
         Ok(out)
     }
 }

@@ -1,6 +1,8 @@
 //! Uploading a GGUF's tensors to GPU buffers in their quantized formats, split by rows where a
 //! tensor exceeds the adapter's largest storage binding.
 
+use std::borrow::Cow;
+
 use crate::gguf::{Gguf, TensorInfo};
 use crate::gpu::Gpu;
 use crate::kernels::moe::GpuExperts;
@@ -149,13 +151,20 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
             ty: GgmlType,
             row0: u32,
             rows: u32,
-            bytes: Vec<u8>,
+            /// The pieces in GPU layout, concatenated at the flush (a chunk of one piece, a
+            /// large tensor's usual case, is uploaded without a copy).
+            pieces: Vec<Vec<u8>>,
+            len: u64,
             even: bool,
         }
         let flush = |open: Option<Open>, chunks: &mut Vec<WeightChunk>| -> Result<()> {
             if let Some(o) = open {
+                let buffer = match o.pieces.as_slice() {
+                    [one] => gpu.storage_init(label, one)?,
+                    many => gpu.storage_init(label, &many.concat())?,
+                };
                 chunks.push(WeightChunk {
-                    buffer: gpu.storage_init(label, &o.bytes)?,
+                    buffer,
                     ty: o.ty,
                     row0: o.row0,
                     n_rows: o.rows,
@@ -182,7 +191,7 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
                     ty: t.ty.name(),
                 });
             }
-            let data = self.src.tensor_bytes(self.g, &t).await?;
+            let mut data = self.src.tensor_bytes(self.g, &t).await?;
             let row_bytes = t.n_bytes / rows as u64;
             let row_gpu = gpu_bytes(t.ty, cols as u64).unwrap_or(row_bytes).max(1);
             // Even row counts per piece keep paired blocks inside one piece.
@@ -199,9 +208,19 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
             while r < rows {
                 let n = max_rows.min(rows - r);
                 let range = (r as u64 * row_bytes) as usize..((r + n) as u64 * row_bytes) as usize;
-                let packed = repack_for_gpu(t.ty, &data[range]);
+                let repacked = match repack_for_gpu(t.ty, &data[range.clone()]) {
+                    Cow::Owned(v) => Some(v),
+                    Cow::Borrowed(_) => None,
+                };
+                // The tensor's own bytes where they need no repacking and go whole (no copy of
+                // a streamed tensor).
+                let packed = match repacked {
+                    Some(v) => v,
+                    None if range.len() == data.len() => std::mem::take(&mut data).into_owned(),
+                    None => data[range].to_vec(),
+                };
                 let fits = open.as_ref().is_some_and(|o| {
-                    o.ty == t.ty && o.even && (o.bytes.len() + packed.len()) as u64 <= budget
+                    o.ty == t.ty && o.even && o.len + packed.len() as u64 <= budget
                 });
                 if !fits {
                     flush(open.take(), &mut chunks)?;
@@ -209,12 +228,14 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
                         ty: t.ty,
                         row0: row_base + r,
                         rows: 0,
-                        bytes: Vec::new(),
+                        pieces: Vec::new(),
+                        len: 0,
                         even: true,
                     });
                 }
                 let o = open.as_mut().expect("a chunk is open");
-                o.bytes.extend_from_slice(&packed);
+                o.len += packed.len() as u64;
+                o.pieces.push(packed);
                 o.rows += n;
                 o.even = (blocks_per_row * n as u64).is_multiple_of(2);
                 r += n;

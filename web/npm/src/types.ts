@@ -105,6 +105,8 @@ export interface AdapterInfo {
   description: string;
   features: { f16: boolean; subgroups: boolean; timestamps: boolean; int8Dot: boolean };
   limits: Record<string, number>;
+  /** The wasm module's linear memory now (it only grows: the most it ever held). */
+  wasmMemoryBytes: number;
 }
 
 export interface ModelInfo {
@@ -117,6 +119,11 @@ export interface ModelInfo {
   loadSeconds: number;
   uploadSeconds: number;
   pipelineSeconds: number;
+  /**
+   * The wasm module's linear memory after the load: the most the load held at once, since it
+   * only grows (weights stream through it to the GPU a tensor at a time; wasm32 caps it at 4 GiB).
+   */
+  wasmMemoryBytes: number;
   source: "network" | "cache" | "file";
   /** What a chat request uses for each setting it leaves out. */
   chatDefaults: ChatDefaults;
