@@ -3,7 +3,7 @@
 // tandem:include common/reduce.wgsl
 // tandem:include common/q8_stage.wgsl
 // tandem:include common/unit_q8.wgsl
-// tandem:qtypes q4_k q6_k
+// tandem:qtypes q4_k q6_k q8_0
 // tandem:subgroups
 //
 // matvec_batch.wgsl (read it first) with the tokens' x staged as int8 (common/q8_stage.wgsl),
@@ -22,14 +22,21 @@ const Q8_CHUNK: u32 = 512u;
 
 @group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
+// The tokens' x (common/q8_stage.wgsl): staged token t is row tok0 + t.
 fn xv(i: u32) -> vec4<f32> {
     return x[i];
+}
+
+var<private> tok0: u32;
+
+fn x_row(t: u32) -> u32 {
+    return tok0 + t;
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
-    let tok0 = wg.z * BATCH;
+    tok0 = wg.z * BATCH;
     let n_tok = min(step_rows(step, p.rows_mode) - tok0, BATCH);
     let threads = WG / ROWS;
     let slot = inv.lid / threads;
@@ -39,7 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     var a = array<f32, BATCH>();
     for (var c0 = 0u; c0 < p.n_cols; c0 += Q8_CHUNK) {
         workgroupBarrier();
-        stage_x(tok0, n_tok, c0, inv.lid);
+        stage_x(n_tok, c0, inv.lid);
         workgroupBarrier();
         if (row < p.n_rows) {
             let u0 = c0 / UNIT;

@@ -4,7 +4,7 @@
 // tandem:include common/reduce.wgsl
 // tandem:include common/q8_stage.wgsl
 // tandem:include common/unit_q8.wgsl
-// tandem:qtypes q4_k q6_k
+// tandem:qtypes q4_k q6_k q8_0
 // tandem:subgroups
 //
 // matvec.wgsl (read it first) with x' staged as int8 in workgroup memory (common/q8_stage.wgsl)
@@ -23,6 +23,11 @@ const Q8_CHUNK: u32 = 4096u;
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
 @group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
+// The one token's x (common/q8_stage.wgsl).
+fn x_row(t: u32) -> u32 {
+    return 0u;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -35,7 +40,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     var acc = vec4<f32>(0.0);
     for (var c0 = 0u; c0 < p.n_cols; c0 += Q8_CHUNK) {
         workgroupBarrier();
-        stage_x(0u, 1u, c0, inv.lid);
+        stage_x(1u, c0, inv.lid);
         workgroupBarrier();
         if (row0 < p.n_rows) {
             let u0 = c0 / UNIT;

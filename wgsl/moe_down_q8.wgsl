@@ -3,7 +3,7 @@
 // tandem:include common/moe_down_io.wgsl
 // tandem:include common/q8_stage.wgsl
 // tandem:include common/unit_q8.wgsl
-// tandem:qtypes q4_k q6_k
+// tandem:qtypes q4_k q6_k q8_0
 // tandem:subgroups
 //
 // moe_down.wgsl (read it first) with the k routes' h staged as int8 (common/q8_stage.wgsl; route j
@@ -17,9 +17,13 @@ override ROWS: u32 = 4u;
 const Q8_TOKENS: u32 = 8u;
 const Q8_CHUNK: u32 = 512u;
 
-// The rows' input, h (common/q8_stage.wgsl).
+// The rows' input, h (common/q8_stage.wgsl): staged token j is route j's row.
 fn xv(i: u32) -> vec4<f32> {
     return h[i];
+}
+
+fn x_row(j: u32) -> u32 {
+    return j;
 }
 
 @compute @workgroup_size(WG)
@@ -38,7 +42,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     for (var c0 = 0u; c0 < p.n_cols; c0 += Q8_CHUNK) {
         workgroupBarrier();
-        stage_x(0u, p.k, c0, inv.lid);
+        stage_x(p.k, c0, inv.lid);
         workgroupBarrier();
         if (row < p.n_rows) {
             let u0 = c0 / UNIT;

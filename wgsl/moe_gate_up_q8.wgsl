@@ -5,7 +5,7 @@
 // tandem:include common/moe_gate_up_io.wgsl
 // tandem:include common/q8_stage.wgsl
 // tandem:include common/unit_q8.wgsl
-// tandem:qtypes q4_k q6_k
+// tandem:qtypes q4_k q6_k q8_0
 // tandem:subgroups
 //
 // moe_gate_up.wgsl (read it first) with x' staged as int8 (common/q8_stage.wgsl), as the dense
@@ -18,6 +18,11 @@ override ROWS: u32 = 4u;
 
 const Q8_TOKENS: u32 = 1u;
 const Q8_CHUNK: u32 = 4096u;
+
+// The one token's x (common/q8_stage.wgsl).
+fn x_row(t: u32) -> u32 {
+    return 0u;
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
@@ -33,7 +38,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     var gu = vec2<f32>(0.0);
     for (var c0 = 0u; c0 < p.n_cols; c0 += Q8_CHUNK) {
         workgroupBarrier();
-        stage_x(0u, 1u, c0, inv.lid);
+        stage_x(1u, c0, inv.lid);
         workgroupBarrier();
         if (mine && row < p.n_ff) {
             let u0 = c0 / UNIT;

@@ -7,8 +7,9 @@
 // moved a real model's logits by 0.14, the two by under the f32 kernels' tolerance).
 // Columns are staged Q8_CHUNK at a time for up to Q8_TOKENS tokens; both are constants of the
 // includer (Q8_CHUNK a multiple of 256, so chunks hold whole blocks of every K-quant).
-// Include-only; the includer has WG, `p.n_cols` and `fn xv(i: u32) -> vec4<f32>`, x' at vec4 i
-// of its x (with the norm prologue: common/rms_fold.wgsl, which sums x^2 over these calls).
+// Include-only; the includer has WG, `p.n_cols`, `fn xv(i: u32) -> vec4<f32>`, x' at vec4 i of
+// its x (with the norm prologue: common/rms_fold.wgsl, which sums x^2 over these calls), and
+// `fn x_row(t: u32) -> u32`, the row of x that staged token t is.
 
 // Entries of one plane; the remainders' plane follows the quotients'.
 const Q8_PLANE: u32 = Q8_TOKENS * Q8_CHUNK / 16u;
@@ -47,17 +48,17 @@ fn pack_q8(v: array<vec4<f32>, 8>, k: u32, d: f32, inv_d: f32) -> vec2<u32> {
     return vec2<u32>(pack4xI8(vec4<i32>(q)), pack4xI8(vec4<i32>(r)));
 }
 
-// Quantizes columns c0 .. c0 + Q8_CHUNK (those below n_cols) of x' for tokens tok0 .. tok0 +
-// n_tok into xq and xd (token t of the chunk from entry t * Q8_CHUNK / 16 of each plane and scale
+// Quantizes columns c0 .. c0 + Q8_CHUNK (those below n_cols) of x' for staged tokens 0 .. n_tok
+// (rows x_row(t)) into xq and xd (token t of the chunk from entry t * Q8_CHUNK / 16 of each plane and scale
 // t * Q8_CHUNK / 32), a block a thread. Call in uniform control flow
 // between two workgroupBarrier()s: before, so that the previous chunk's readers are done; after,
 // so that this chunk is visible.
-fn stage_x(tok0: u32, n_tok: u32, c0: u32, lid: u32) {
+fn stage_x(n_tok: u32, c0: u32, lid: u32) {
     let nb = min(Q8_CHUNK, p.n_cols - c0) / 32u;
     for (var i = lid; i < n_tok * nb; i += WG) {
         let t = i / nb;
         let b = i % nb;
-        let src = ((tok0 + t) * p.n_cols + c0) / 4u + 8u * b;
+        let src = (x_row(t) * p.n_cols + c0) / 4u + 8u * b;
         var v: array<vec4<f32>, 8>;
         var amax = vec4<f32>(0.0);
         for (var k = 0u; k < 8u; k++) {

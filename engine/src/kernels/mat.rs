@@ -103,6 +103,28 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         uniforms: &[(4, size_of::<MatvecGluParams>())],
         constants: &[("WG", MATVEC_WG)],
     },
+    KernelBinds {
+        stem: "matvec_q8",
+        layout: MAT_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "matvec_batch_q8",
+        layout: MAT_LAYOUT,
+        // The bind group is the matvec's; only its norm prologue reads binding 6.
+        unused: &[6],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "matvec_glu_q8",
+        layout: MATVEC_GLU_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<MatvecGluParams>())],
+        constants: &[("WG", MATVEC_WG)],
+    },
 ];
 
 /// Options of a matrix product `y (+)= W x (+ bias)`.

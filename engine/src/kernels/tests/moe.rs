@@ -328,20 +328,17 @@ async fn run_moe(
     run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
     let got = read(&gpu, &resid, n_tokens * emb).await;
 
-    // The decode's `_q8` expert kernels read x' and h as int8 blocks (tests::mat::q8_round).
-    let q8 = |ty| {
-        n_tokens == 1
-            && shape
-                .unwrap_or_else(|| MatvecShape::for_adapter(&gpu))
-                .takes_q8(ty)
+    // The `_q8` expert kernels (decode, and batches up to MATVEC_BATCH tokens) read x' and h as
+    // int8 planes (tests::mat::q8_round); the decode quantizes x * norm_w, a batch the
+    // normalised x.
+    let adapter = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
+    let q8 = |ty| n_tokens <= crate::kernels::mat::MATVEC_BATCH as usize && adapter.takes_q8(ty);
+    let xn = match (q8(case.ty_gate_up), n_tokens) {
+        (false, _) => xn,
+        (true, 1) => super::mat::norm_read(adapter, case.ty_gate_up, &x, &norm_w, eps),
+        (true, _) => super::mat::q8_round(&xn),
     };
-    let xn = if q8(case.ty_gate_up) {
-        let s = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
-        super::mat::norm_read(s, case.ty_gate_up, &x, &norm_w, eps)
-    } else {
-        xn
-    };
-    let h_q8 = q8(case.ty_down) && r.k <= 8;
+    let h_q8 = q8(case.ty_down) && (n_tokens > 1 || r.k <= 8);
     let mut want = resid0.clone();
     for t in 0..n_tokens {
         let routes = route_ref(
