@@ -9,9 +9,7 @@ use super::dispatch::{f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::glu::Activation;
-use super::shape::MatvecShape;
-#[cfg(test)]
-use super::shape::MATVEC_WG;
+use super::shape::{MatvecShape, MATVEC_WG};
 use crate::gpu::{Binding, Gpu};
 use crate::quant::GgmlType;
 use crate::Result;
@@ -194,8 +192,17 @@ pub fn mat(
         let matvec_rows = shape.rows * shape.per_thread;
         let matvec = shape.kernel("matvec", chunk.ty)?;
         let matvec = gpu.pipeline(&shape.rows_key(gpu, matvec, MAT_LAYOUT)?)?;
+        // matvec_batch_q8 stages 512 columns at a time: 8 threads a row keep them busy.
+        let batch_shape = if shape.takes_q8(chunk.ty) {
+            MatvecShape {
+                rows: MATVEC_WG / 8,
+                ..shape
+            }
+        } else {
+            shape
+        };
         let batch = shape.kernel("matvec_batch", chunk.ty)?;
-        let batch = gpu.pipeline(&shape.key(gpu, batch, MAT_LAYOUT)?)?;
+        let batch = gpu.pipeline(&batch_shape.key(gpu, batch, MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
@@ -223,7 +230,7 @@ pub fn mat(
                 &chunk.buffer,
             ],
         );
-        let (rows, when, batch_rows) = (opts.rows, opts.when, shape.rows);
+        let (rows, when, batch_rows) = (opts.rows, opts.when, batch_shape.rows);
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
             cost: mat_cost_rule(chunk, w.n_cols, opts),

@@ -14,7 +14,6 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::mat::MATVEC_BATCH;
 use super::{
     f32s, grid_2d, key, qtype_suffix, Activation, Cost, Dispatch, MatvecShape, StepInfo, When,
     IN_OUT_LAYOUT,
@@ -22,7 +21,6 @@ use super::{
 #[cfg(test)]
 use super::{shape::MATVEC_WG, KernelBinds, StepUniform};
 use crate::gpu::{Binding, Gpu};
-use crate::quant::GgmlType;
 use crate::{Error, Result};
 
 mod experts;
@@ -101,7 +99,7 @@ struct GateUpParams {
 /// Decode: `h[j, :] = act(G_e x') * (U_e x')` for the token's k routes, over the stacked
 /// gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) * norm weights when `norm` is given.
 /// `shape`: rows per workgroup and variant as for the matvec, or (`None`) the adapter's choice for
-/// the experts' rows ([`MatvecShape::for_matrix`]). One dispatch per chunk.
+/// the experts' rows ([`MatvecShape::for_experts`]). One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
 pub fn gate_up(
     gpu: &Gpu,
@@ -119,10 +117,11 @@ pub fn gate_up(
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
+        let q = qtype_suffix(c.ty)?;
         let shape =
-            shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_ff * r.k, ex.n_cols, c.ty));
+            shape.unwrap_or_else(|| MatvecShape::for_experts(gpu, n_ff * r.k, ex.n_cols, c.ty));
         let rows = shape.rows;
-        let pipeline_key = shape.key(gpu, shape.kernel("moe_gate_up", c.ty)?, GATE_UP_LAYOUT)?;
+        let pipeline_key = shape.key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?;
         let params = GateUpParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -161,9 +160,6 @@ pub fn gate_up(
     Ok(out)
 }
 
-/// Routes moe_down_q8.wgsl stages (its Q8_TOKENS).
-const MOE_DOWN_Q8_ROUTES: u32 = 8;
-
 const DOWN_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
@@ -198,14 +194,11 @@ pub fn down(
     check_experts(ex, r, ex.rows, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
-        let shape = shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, ex.rows, ex.n_cols, c.ty));
-        // moe_down_q8 stages at most MOE_DOWN_Q8_ROUTES routes' h.
-        let shape = MatvecShape {
-            int8: shape.int8 && r.k <= MOE_DOWN_Q8_ROUTES,
-            ..shape
-        };
+        let q = qtype_suffix(c.ty)?;
+        let shape =
+            shape.unwrap_or_else(|| MatvecShape::for_experts(gpu, ex.rows, ex.n_cols, c.ty));
         let rows = shape.rows;
-        let pipeline_key = shape.key(gpu, shape.kernel("moe_down", c.ty)?, DOWN_LAYOUT)?;
+        let pipeline_key = shape.key(gpu, format!("moe_down_{q}"), DOWN_LAYOUT)?;
         let params = DownParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,
@@ -241,7 +234,6 @@ const GATE_UP_BATCH_LAYOUT: &[Binding] = &[
     Binding::ReadWrite,
     Binding::Read,
     Binding::Uniform,
-    Binding::Read,
 ];
 
 #[repr(C)]
@@ -273,6 +265,7 @@ pub fn gate_up_batch(
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
+        let q = qtype_suffix(c.ty)?;
         let params = GateUpBatchParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -287,12 +280,13 @@ pub fn gate_up_batch(
         let n_exp = c.n_exp;
         let (bytes, cols, n_expert, k) = (c.buffer.size(), ex.n_cols, r.n_expert, r.k);
         out.push(
-            batch_dispatch(
+            Dispatch::one(
                 gpu,
                 format!("{} batch", ex.name),
-                ("moe_gate_up_batch", c.ty, GATE_UP_BATCH_LAYOUT),
-                &[&c.buffer, x, h, lists, &pbuf, &c.buffer],
-                (n_ff, cols, n_exp, 32),
+                &key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT),
+                &[&c.buffer, x, h, lists, &pbuf],
+                When::Batch,
+                move |_| [n_ff.div_ceil(32), n_exp, 1],
             )?
             .costs(move |s| {
                 // Each token's x once, the token lists.
@@ -312,7 +306,6 @@ const DOWN_BATCH_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
     Binding::Uniform,
-    Binding::Read,
 ];
 
 #[repr(C)]
@@ -365,67 +358,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         uniforms: &[(2, size_of::<[u32; 4]>()), (3, size_of::<StepUniform>())],
         constants: &[],
     },
-    KernelBinds {
-        stem: "moe_gate_up_q8",
-        layout: GATE_UP_LAYOUT,
-        unused: &[],
-        uniforms: &[(5, size_of::<GateUpParams>())],
-        constants: &[("WG", MATVEC_WG)],
-    },
-    KernelBinds {
-        stem: "moe_down_q8",
-        layout: DOWN_LAYOUT,
-        unused: &[],
-        uniforms: &[(4, size_of::<DownParams>())],
-        constants: &[("WG", MATVEC_WG)],
-    },
-    KernelBinds {
-        stem: "moe_gate_up_batch_q8",
-        layout: GATE_UP_BATCH_LAYOUT,
-        unused: &[],
-        uniforms: &[(4, size_of::<GateUpBatchParams>())],
-        constants: &[("WG", MATVEC_WG)],
-    },
-    KernelBinds {
-        stem: "moe_down_batch_q8",
-        layout: DOWN_BATCH_LAYOUT,
-        unused: &[],
-        uniforms: &[(5, size_of::<DownBatchParams>())],
-        constants: &[("WG", MATVEC_WG)],
-    },
 ];
-
-/// A batched expert kernel (`stem`: moe_gate_up_batch, moe_down_batch) for weights of type
-/// `ty`: its `_q8` small-batch variant, in the decode kernels' shape, for passes of 2 to
-/// [`MATVEC_BATCH`] tokens (verification) where the type has one; its GEMM tiles of `tile` rows
-/// otherwise. `n_rows` rows and `n_cols` columns an expert, `n_exp` experts in the chunk.
-fn batch_dispatch(
-    gpu: &Gpu,
-    label: String,
-    (stem, ty, layout): (&str, GgmlType, &'static [Binding]),
-    buffers: &[&wgpu::Buffer],
-    (n_rows, n_cols, n_exp, tile): (u32, u32, u32, u32),
-) -> Result<Dispatch> {
-    let gemm = key(format!("{stem}_{}", qtype_suffix(ty)?), layout);
-    let mut pipelines = vec![gpu.pipeline(&gemm)?];
-    let shape = MatvecShape::for_matrix(gpu, n_rows, n_cols, ty);
-    let small = shape.takes_q8(ty);
-    if small {
-        pipelines.push(gpu.pipeline(&shape.key(gpu, shape.kernel(stem, ty)?, layout)?)?);
-    }
-    let rows = shape.rows;
-    Ok(Dispatch {
-        label,
-        pipelines,
-        bind_group: gpu.bind_group(layout, buffers),
-        grid: Box::new(move |s| match s.n_tokens {
-            0 | 1 => None,
-            n if small && n <= MATVEC_BATCH => Some((1, [n_rows.div_ceil(rows), n_exp, 1])),
-            _ => Some((0, [n_rows.div_ceil(tile), n_exp, 1])),
-        }),
-        cost: Box::new(|_| Cost::default()),
-    })
-}
 
 /// Batched passes: `o[t k + j, :] = weight * D_e h[t k + j, :]` for every route, by expert.
 /// One dispatch per chunk.
@@ -442,6 +375,7 @@ pub fn down_batch(
     check_experts(ex, r, ex.rows, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
+        let q = qtype_suffix(c.ty)?;
         let params = DownBatchParams {
             n_rows: ex.rows,
             n_cols: ex.n_cols,
@@ -455,12 +389,13 @@ pub fn down_batch(
         let (n_rows, n_exp) = (ex.rows, c.n_exp);
         let (bytes, cols, n_expert, k) = (c.buffer.size(), ex.n_cols, r.n_expert, r.k);
         out.push(
-            batch_dispatch(
+            Dispatch::one(
                 gpu,
                 format!("{} batch", ex.name),
-                ("moe_down_batch", c.ty, DOWN_BATCH_LAYOUT),
-                &[&c.buffer, h, o, lists, route, &pbuf, &c.buffer],
-                (n_rows, cols, n_exp, 64),
+                &key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT),
+                &[&c.buffer, h, o, lists, route, &pbuf],
+                When::Batch,
+                move |_| [n_rows.div_ceil(64), n_exp, 1],
             )?
             .costs(move |s| {
                 // h of every route, the token lists and routes.

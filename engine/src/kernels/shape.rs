@@ -66,6 +66,19 @@ pub fn has_q8_unit(ty: GgmlType) -> bool {
         .is_some_and(|g| crate::gpu::shaders::source(&format!("matvec_q8_{}", g.wgsl)).is_some())
 }
 
+/// Rows a workgroup of a `_q8` decode kernel must serve for staging x' to pay, on a GPU. H200,
+/// dense 8B shape (bench/RESULTS.md): Q4_K with 32 rows a workgroup (ffn_gate_up) 2,033 to 1,502
+/// us a pass, with 16 (attn_output, attn_qkv) 574 to 590 and 962 to 1,030; Q6_K's f32 unit is
+/// weaker, and its `_q8` one paid at 16 (the output matrix 394 to 236 us, ffn_down 1,596 to 1,273
+/// with half its layers Q6_K).
+fn q8_min_rows(ty: GgmlType) -> u32 {
+    if ty == GgmlType::Q6K {
+        16
+    } else {
+        32
+    }
+}
+
 /// Whether the subgroup (`_sg`) variant of a kernel whose rows are each summed by `threads`
 /// invocations (common/reduce_sg.wgsl) is correct on this adapter: it has subgroups, and
 /// `threads` is a whole number of subgroups of every size the adapter may run (a multiple of its
@@ -124,18 +137,36 @@ impl MatvecShape {
         MatvecShape::for_adapter(gpu).fit(gpu, n_rows, n_cols, ty)
     }
 
+    /// [`MatvecShape::for_matrix`] for the experts' decode kernels (moe_gate_up, moe_down), which
+    /// keep the f32 units: staging x' as int8 cost more than it saved there (H200, Qwen3-30B-A3B
+    /// shape: ffn_down_exps 864 to 1,310 us a pass; bench/RESULTS.md).
+    pub fn for_experts(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
+        let shape = MatvecShape {
+            int8: false,
+            ..MatvecShape::for_adapter(gpu)
+        };
+        shape.fit(gpu, n_rows, n_cols, ty)
+    }
+
     /// This shape's rows fitted to the matrix ([`MatvecShape::for_matrix`]).
     fn fit(self, gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         let mut shape = self;
-        if gpu.info.device_type != wgpu::DeviceType::Cpu {
-            if shape.takes_q8(ty) {
-                // Staging x' costs a workgroup the same whatever its rows: twice the rows pays
-                // (H200, dense 8B decode: 200.3 tok/s with 4 groups of 4 rows, 207.5 with 8).
-                shape.rows *= 2;
-            }
-            let groups = n_rows.div_ceil(shape.per_thread);
-            shape.rows = gpu_matvec_rows(shape.rows, groups, n_cols / decode_unit(ty));
+        if gpu.info.device_type == wgpu::DeviceType::Cpu {
+            return shape;
         }
+        let groups = n_rows.div_ceil(shape.per_thread);
+        let units = n_cols / decode_unit(ty);
+        if shape.takes_q8(ty) {
+            // Staging x' costs a workgroup the same whatever its rows: twice the rows pays
+            // (H200, dense 8B decode: 200.3 tok/s with 4 groups of 4 rows, 207.5 with 8), and
+            // too few rows do not repay it.
+            let rows = gpu_matvec_rows(2 * shape.rows, groups, units);
+            if rows * shape.per_thread >= q8_min_rows(ty) {
+                return MatvecShape { rows, ..shape };
+            }
+            shape.int8 = false;
+        }
+        shape.rows = gpu_matvec_rows(shape.rows, groups, units);
         shape
     }
 
@@ -187,8 +218,7 @@ impl MatvecShape {
         self.int8 && has_q8_unit(ty)
     }
 
-    /// The variant stem of decode kernel `stem` (`matvec`, `matvec_glu`, `matvec_batch`,
-    /// `moe_gate_up`, `moe_down`) for
+    /// The variant stem of decode kernel `stem` (`matvec`, `matvec_glu`, `matvec_batch`) for
     /// weights of type `ty` in this shape: `<stem>_q8_<qtype>` or `<stem>_<qtype>`.
     pub(crate) fn kernel(self, stem: &str, ty: GgmlType) -> Result<String> {
         let q = super::dispatch::qtype_suffix(ty)?;

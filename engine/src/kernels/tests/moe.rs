@@ -328,17 +328,6 @@ async fn run_moe(
     run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
     let got = read(&gpu, &resid, n_tokens * emb).await;
 
-    // The `_q8` expert kernels (decode, and batches up to MATVEC_BATCH tokens) read x' and h as
-    // int8 planes (tests::mat::q8_round); the decode quantizes x * norm_w, a batch the
-    // normalised x.
-    let adapter = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
-    let q8 = |ty| n_tokens <= crate::kernels::mat::MATVEC_BATCH as usize && adapter.takes_q8(ty);
-    let xn = match (q8(case.ty_gate_up), n_tokens) {
-        (false, _) => xn,
-        (true, 1) => super::mat::norm_read(adapter, case.ty_gate_up, &x, &norm_w, eps),
-        (true, _) => super::mat::q8_round(&xn),
-    };
-    let h_q8 = q8(case.ty_down) && (n_tokens > 1 || r.k <= 8);
     let mut want = resid0.clone();
     for t in 0..n_tokens {
         let routes = route_ref(
@@ -352,7 +341,6 @@ async fn run_moe(
             let g = matvec(&gw[e * ff * emb..(e + 1) * ff * emb], xt, ff, emb);
             let u = matvec(&uw[e * ff * emb..(e + 1) * ff * emb], xt, ff, emb);
             let h: Vec<f32> = g.iter().zip(&u).map(|(g, u)| silu(*g) * u).collect();
-            let h = if h_q8 { super::mat::q8_round(&h) } else { h };
             let y = matvec(&dw[e * emb * ff..(e + 1) * emb * ff], &h, emb, ff);
             for i in 0..emb {
                 want[t * emb + i] += wt * y[i];
@@ -361,12 +349,7 @@ async fn run_moe(
     }
     let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let decode = shape.map_or("the adapter's choice".into(), |s| {
-        format!(
-            "rows/wg {} subgroups {} int8 x {}",
-            s.rows,
-            s.uses_subgroups(&gpu),
-            s.int8
-        )
+        format!("rows/wg {} subgroups {}", s.rows, s.uses_subgroups(&gpu))
     });
     let shape = format!(
         "{name} {}/{} n_embd {emb} n_ff {ff} n_expert {ne} k {k} n_tokens {n_tokens} chunks {:?} decode {decode}",
