@@ -132,25 +132,60 @@ fn openai_client_streamed_whole_stops_budgets_and_errors() {
     );
 }
 
+/// `load.py`'s arguments after the server's address.
+fn load_args(base: &str, args: &[&str]) -> Vec<String> {
+    std::iter::once(base)
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect()
+}
+
 #[test]
-fn concurrent_streams_equal_each_prompt_alone_with_flat_memory() {
-    let s = Server::start(&["--parallel", "4", "--queue", "8", "-c", "512"]);
+fn thirty_two_concurrent_streams_equal_each_prompt_alone_with_flat_memory() {
+    let s = Server::start(&[
+        "-m",
+        &fixture("tiny-llama.gguf"),
+        "--parallel",
+        "8",
+        "--queue",
+        "32",
+    ]);
     let pid = s.child.id().to_string();
     let args = [
+        "--text",
         "--clients",
-        "8",
+        "32",
         "--requests",
-        "2",
-        "--rounds",
         "3",
+        "--rounds",
+        "4",
         "--max-tokens",
-        "8",
+        "24",
         "--pid",
         &pid,
     ];
-    let mut a = vec![s.base.clone()];
-    a.extend(args.iter().map(|s| s.to_string()));
-    python("load.py", &a);
+    python("load.py", &load_args(&s.base, &args));
+}
+
+#[test]
+fn concurrent_chat_streams_on_the_default_model_equal_each_alone() {
+    let s = Server::start(&["--parallel", "4", "-c", "512"]);
+    python(
+        "load.py",
+        &load_args(
+            &s.base,
+            &[
+                "--clients",
+                "4",
+                "--requests",
+                "1",
+                "--rounds",
+                "1",
+                "--max-tokens",
+                "6",
+            ],
+        ),
+    );
 }
 
 #[test]
@@ -186,7 +221,8 @@ impl Drop for Nginx {
 
 #[test]
 fn two_servers_behind_nginx_round_robin_with_streaming() {
-    let backends = [Server::start(&["-c", "512"]), Server::start(&["-c", "512"])];
+    let tiny = fixture("tiny-llama.gguf");
+    let backends = [0, 1].map(|_| Server::start(&["-m", &tiny, "--parallel", "4"]));
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -223,21 +259,18 @@ fn two_servers_behind_nginx_round_robin_with_streaming() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let base = format!("http://127.0.0.1:{port}");
-    python(
-        "load.py",
-        &[
-            base,
-            "--clients",
-            "4",
-            "--requests",
-            "2",
-            "--rounds",
-            "1",
-            "--max-tokens",
-            "8",
-        ]
-        .map(String::from),
-    );
+    let args = [
+        "--text",
+        "--clients",
+        "8",
+        "--requests",
+        "2",
+        "--rounds",
+        "2",
+        "--max-tokens",
+        "16",
+    ];
+    python("load.py", &load_args(&base, &args));
     for b in &backends {
         assert!(
             b.metric("tandem_completion_tokens_total") > 0.0,

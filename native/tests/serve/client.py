@@ -79,27 +79,23 @@ text, finish, usage = streamed(max_tokens=3)
 assert (finish, usage.completion_tokens) == ("length", 3), (finish, usage)
 
 # Stop strings: the text before the first one, whole or streamed, and never the string itself.
-for stop in [" Paris", ["xyz", "France"]]:
-    want = answer[: min(answer.find(s) for s in ([stop] if isinstance(stop, str) else stop) if s in answer)]
-    got = chat(stop=stop).choices[0]
-    assert (got.message.content, got.finish_reason) == (want, "stop"), (stop, got)
-    assert streamed(stop=stop)[:2] == (want, "stop"), stop
+got = chat(stop=" Paris").choices[0]
+assert (got.message.content, got.finish_reason) == ("The capital of France is", "stop"), got
+assert streamed(stop=["xyz", "France"])[:2] == ("The capital of ", "stop")
 
-# The text endpoint, whole and streamed; OpenAI's default budget of 16 tokens.
+# The text endpoint, whole (OpenAI's default budget of 16 tokens) and streamed.
 prompt = "The capital of France is"
-c = client.completions.create(model=model, prompt=prompt, max_tokens=5, temperature=0)
-assert c.choices[0].finish_reason == "length" and c.usage.completion_tokens == 5, c
-parts = client.completions.create(model=model, prompt=prompt, max_tokens=5, temperature=0, stream=True)
-assert "".join(p.choices[0].text for p in parts) == c.choices[0].text
 c16 = client.completions.create(model=model, prompt=prompt, temperature=0)
-assert c16.usage.completion_tokens <= 16 and c16.choices[0].text.startswith(c.choices[0].text), c16
+assert c16.choices[0].finish_reason == "length" and c16.usage.completion_tokens == 16, c16
+parts = client.completions.create(model=model, prompt=prompt, max_tokens=5, temperature=0, stream=True)
+assert c16.choices[0].text.startswith("".join(p.choices[0].text for p in parts))
 
-# A seed makes sampling repeat; another seed is another stream.
+# A seed makes sampling repeat; other seeds give other streams.
 sampled = lambda seed: client.completions.create(
-    model=model, prompt="Once upon a time", max_tokens=12, temperature=1.0, seed=seed
+    model=model, prompt="Once upon a time", max_tokens=4, temperature=1.0, seed=seed
 ).choices[0].text
 assert sampled(7) == sampled(7)
-assert len({sampled(s) for s in range(4)}) > 1
+assert len({sampled(s) for s in range(3)}) > 1
 
 # Errors: status, shape, type, param and code.
 try:
@@ -119,7 +115,7 @@ except openai.BadRequestError as e:
 
 for bad in [{"n": 2}, {"temperature": 3}, {"max_tokens": 0}]:
     try:
-        chat(**bad)
+        client.chat.completions.create(model=model, messages=question, **bad)
         raise AssertionError(f"{bad} was accepted")
     except openai.BadRequestError as e:
         assert e.param == next(iter(bad)), (bad, e)
@@ -142,6 +138,7 @@ assert raw("GET", "/health", key=None)[0] == 200
 # clients leave mid-reply, and their generations stop.
 metrics = lambda: raw("GET", "/metrics")[1].decode()
 value = lambda name: float(re.search(rf"^{name} (\S+)$", metrics(), re.M).group(1))
+full = value('tandem_requests_total{status="503"}') if "503" in metrics() else 0
 long_chat = [{"role": "user", "content": "Write a long story about a dragon."}]
 streams = [
     client.chat.completions.create(model=model, messages=long_chat, max_tokens=2000, stream=True)
@@ -166,5 +163,5 @@ generated = value("tandem_completion_tokens_total")
 time.sleep(2)
 assert value("tandem_completion_tokens_total") == generated
 assert value("tandem_queue_depth") == 0
-assert 'tandem_requests_total{status="503"} 1' in metrics()
+assert value('tandem_requests_total{status="503"}') == full + 1
 print("serve client test: all passed")

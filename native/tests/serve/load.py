@@ -1,9 +1,10 @@
 """A load test of `tandem serve` through the official `openai` client: CLIENTS concurrent
-streaming clients, each sending REQUESTS chat requests a round, greedy; every reply must come
+streaming clients, each sending REQUESTS requests a round (chat, or raw text with --text),
+greedy; every reply must come
 whole (a finish reason, then the usage chunk) and equal the reply to the same prompt sent alone;
 with --pid, the server's resident memory must stay flat across the rounds.
 
-Usage: load.py BASE_URL --clients N --requests N --rounds N --max-tokens N [--pid PID]
+Usage: load.py BASE_URL --clients N --requests N --rounds N --max-tokens N [--text] [--pid PID]
 """
 
 import argparse
@@ -18,6 +19,7 @@ ap.add_argument("--clients", type=int, required=True)
 ap.add_argument("--requests", type=int, required=True)
 ap.add_argument("--rounds", type=int, required=True)
 ap.add_argument("--max-tokens", type=int, required=True)
+ap.add_argument("--text", action="store_true", help="/v1/completions (a model without a chat template)")
 ap.add_argument("--pid", type=int)
 args = ap.parse_args()
 
@@ -29,18 +31,22 @@ client = openai.AsyncOpenAI(base_url=args.base + "/v1", api_key="none", max_retr
 
 async def ask(model, prompt, stream):
     """The reply's text and finish reason."""
-    kw = dict(model=model, messages=[{"role": "user", "content": prompt}], temperature=0,
-              max_tokens=args.max_tokens)
+    kw = dict(model=model, temperature=0, max_tokens=args.max_tokens)
+    if args.text:
+        create, kw["prompt"] = client.completions.create, prompt
+        text_of = lambda c: c.text
+    else:
+        create, kw["messages"] = client.chat.completions.create, [{"role": "user", "content": prompt}]
+        text_of = lambda c: c.message.content if not stream else c.delta.content or ""
     if not stream:
-        r = await client.chat.completions.create(**kw)
-        return r.choices[0].message.content, r.choices[0].finish_reason
+        c = (await create(**kw)).choices[0]
+        return text_of(c), c.finish_reason
     text, finish, usage = "", None, None
-    s = await client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw)
-    async for chunk in s:
+    async for chunk in await create(stream=True, stream_options={"include_usage": True}, **kw):
         if chunk.usage is not None:
             usage = chunk.usage
         for c in chunk.choices:
-            text += c.delta.content or ""
+            text += text_of(c)
             finish = c.finish_reason or finish
     assert finish in ("stop", "length") and usage is not None, (prompt, finish, usage)
     assert usage.completion_tokens <= args.max_tokens, usage
