@@ -224,7 +224,7 @@ impl App {
                 opts,
                 stop: params.stops(),
                 events,
-                _ticket: ticket,
+                ticket,
             })
             .map_err(|_| ApiError::server("the engine has stopped"))?;
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);

@@ -29,7 +29,7 @@ pub struct Job {
     /// Where the reply goes; closed when the client has gone, which ends the generation.
     pub events: UnboundedSender<Event>,
     /// The job's place among the admitted requests, given back when the job is dropped.
-    pub _ticket: Ticket,
+    pub ticket: Ticket,
 }
 
 pub enum Event {
@@ -162,7 +162,7 @@ impl Scheduler {
             }
             Err(e) => {
                 slot.session.truncate(0);
-                let _ = job.events.send(Event::Failed(e.to_string()));
+                answer(job, Event::Failed(e.to_string()));
             }
         }
     }
@@ -186,7 +186,7 @@ impl Scheduler {
             let n = r.gen.tokens().len();
             self.metrics.count_generated(n - r.counted);
             r.counted = n;
-            match more {
+            let (job, last) = match more {
                 Ok(true) => continue,
                 Ok(false) => {
                     let Running {
@@ -197,17 +197,26 @@ impl Scheduler {
                     if !rest.is_empty() {
                         let _ = job.events.send(Event::Text(rest));
                     }
-                    let _ = job.events.send(Event::Done(g));
+                    (job, Event::Done(g))
                 }
                 Err(e) => {
                     let job = slot.running.take().expect("running").job;
                     slot.session.truncate(0);
-                    let _ = job.events.send(Event::Failed(e.to_string()));
+                    (job, Event::Failed(e.to_string()))
                 }
-            }
+            };
             self.metrics.running.fetch_sub(1, Ordering::SeqCst);
+            answer(job, last);
         }
     }
+}
+
+/// Sends a job's last event, after giving back its place: a client that sends its next request
+/// as soon as this one is answered finds the place free.
+fn answer(job: Job, last: Event) {
+    let Job { events, ticket, .. } = job;
+    drop(ticket);
+    let _ = events.send(last);
 }
 
 /// Sends the text of `piece` that no stop string can still claim; returns whether to go on.
