@@ -68,7 +68,7 @@ fn prompt_tokens(l: &Loaded, messages: &[ChatMessage], raw: Option<&str>) -> Res
 }
 
 /// The model's chat template, or an error saying it has none.
-pub fn template(tokenizer: &Tokenizer) -> Result<ChatTemplate> {
+fn template(tokenizer: &Tokenizer) -> Result<ChatTemplate> {
     tokenizer.chat_template_renderer().ok_or_else(|| {
         Error::Template(
             "this model has no chat template (a base model?); run without --chat".into(),
