@@ -114,83 +114,156 @@ pub async fn generate_with(
     opts: &GenerateOptions,
     mut on_text: impl FnMut(&str) -> bool,
 ) -> Result<Generation> {
-    if let Some(d) = &drafter {
-        d.check(session)?;
+    let mut g = Generator::start(session, drafter.as_deref_mut(), prompt, opts).await?;
+    while g
+        .step(session, drafter.as_deref_mut(), tokenizer, &mut on_text)
+        .await?
+    {}
+    Ok(g.finish(&mut on_text))
+}
+
+/// A generation taken one step at a time, so that a caller can interleave several sessions'
+/// generations on one GPU (`tandem serve`'s slots): [`Generator::start`] feeds the prompt,
+/// each [`Generator::step`] hands out the tokens the last pass made and runs the next pass,
+/// [`Generator::finish`] flushes the text held back. [`generate_with`] is the loop over it.
+pub struct Generator {
+    opts: GenerateOptions,
+    out: Generation,
+    stream: TextStream,
+    sampler: Sampler,
+    stats: Option<SpecStats>,
+    n_draft: usize,
+    /// Tokens the last pass made, not handed out yet.
+    batch: Vec<u32>,
+    /// When decoding began.
+    t1: f64,
+    done: bool,
+}
+
+impl Generator {
+    /// Feeds `prompt` (reusing the session's cached prefix) and samples the first token. The
+    /// same `drafter` (or none) must be given to every step.
+    pub async fn start(
+        session: &mut Session,
+        drafter: Option<&mut Drafter<'_>>,
+        prompt: &[u32],
+        opts: &GenerateOptions,
+    ) -> Result<Generator> {
+        if let Some(d) = &drafter {
+            d.check(session)?;
+        }
+        let mut out = Generation::default();
+        let mut sampler = Sampler::new(opts.sampling.clone());
+        let t0 = crate::platform::now_seconds();
+        let first = match drafter {
+            // The MTP layer's cache is filled beside the target's.
+            Some(Drafter::Mtp) => {
+                let (id, fed) = session.mtp_prefill(prompt, &mut sampler).await?;
+                out.prefilled = fed;
+                id
+            }
+            _ => {
+                let fresh = session.reuse_prefix(prompt);
+                out.prefilled = fresh.len();
+                session.prefill(fresh, &mut sampler).await?
+            }
+        };
+        out.prefill_seconds = crate::platform::now_seconds() - t0;
+        Ok(Generator {
+            opts: opts.clone(),
+            out,
+            stream: TextStream::new(),
+            sampler,
+            stats: drafter.is_some().then(SpecStats::default),
+            n_draft: opts.draft_max,
+            batch: vec![first],
+            t1: crate::platform::now_seconds(),
+            done: false,
+        })
     }
-    let mut stats = drafter.is_some().then(SpecStats::default);
-    let mut n_draft = opts.draft_max;
-    let mut out = Generation::default();
-    let mut stream = TextStream::new();
-    let mut sampler = Sampler::new(opts.sampling.clone());
-    let t0 = crate::platform::now_seconds();
-    let first = match drafter {
-        // The MTP layer's cache is filled beside the target's.
-        Some(Drafter::Mtp) => {
-            let (id, fed) = session.mtp_prefill(prompt, &mut sampler).await?;
-            out.prefilled = fed;
-            id
+
+    /// Hands the tokens the last pass made to `on_text` (as text, once whole) and, unless one of
+    /// them ended the generation, runs the next pass; returns whether there is more to come.
+    pub async fn step(
+        &mut self,
+        session: &mut Session,
+        drafter: Option<&mut Drafter<'_>>,
+        tokenizer: &Tokenizer,
+        mut on_text: impl FnMut(&str) -> bool,
+    ) -> Result<bool> {
+        if self.done {
+            return Ok(false);
         }
-        _ => {
-            let fresh = session.reuse_prefix(prompt);
-            out.prefilled = fresh.len();
-            session.prefill(fresh, &mut sampler).await?
-        }
-    };
-    let mut batch = vec![first];
-    out.prefill_seconds = crate::platform::now_seconds() - t0;
-    let t1 = crate::platform::now_seconds();
-    'tokens: loop {
-        let n = batch.len();
-        for (i, &id) in batch.iter().enumerate() {
+        let (opts, out) = (&self.opts, &mut self.out);
+        let n = self.batch.len();
+        for (i, &id) in self.batch.iter().enumerate() {
             out.tokens.push(id);
-            if opts.stop_at_eog && tokenizer.is_end_of_generation(id) {
-                out.stop = StopReason::EndOfGeneration;
-                break 'tokens;
-            }
-            let piece = stream.push(tokenizer, id);
-            if !piece.is_empty() {
-                out.text.push_str(&piece);
-                if !on_text(&piece) {
-                    out.stop = StopReason::Stopped;
-                    break 'tokens;
+            let stop = if opts.stop_at_eog && tokenizer.is_end_of_generation(id) {
+                Some(StopReason::EndOfGeneration)
+            } else {
+                let piece = self.stream.push(tokenizer, id);
+                if !piece.is_empty() {
+                    out.text.push_str(&piece);
                 }
-            }
-            if out.tokens.len() >= opts.max_tokens {
-                out.stop = StopReason::MaxTokens;
-                break 'tokens;
-            }
-            // The positions fed before this token, as decoding one at a time would have them.
-            if session.pos() - (n - 1 - i) as u32 >= session.opts.ctx {
-                out.stop = StopReason::ContextFull;
-                break 'tokens;
+                if !piece.is_empty() && !on_text(&piece) {
+                    Some(StopReason::Stopped)
+                } else if out.tokens.len() >= opts.max_tokens {
+                    Some(StopReason::MaxTokens)
+                // The positions fed before this token, as decoding one at a time would have them.
+                } else if session.pos() - (n - 1 - i) as u32 >= session.opts.ctx {
+                    Some(StopReason::ContextFull)
+                } else {
+                    None
+                }
+            };
+            if let Some(stop) = stop {
+                out.stop = stop;
+                self.done = true;
+                return Ok(false);
             }
         }
-        let last = batch[n - 1];
+        let last = self.batch[n - 1];
         let left = opts.max_tokens - out.tokens.len();
-        batch = match (&mut drafter, &mut stats) {
+        let sampler = &mut self.sampler;
+        self.batch = match (drafter, &mut self.stats) {
             (Some(d), Some(st)) => {
                 // Room for the drafts and the last token in the context and in one pass, and no
                 // drafts past the token budget.
                 let room = (session.opts.ctx - session.pos()).min(session.max_verify()) as usize;
-                let n = n_draft.min(room - 1).min(left - 1);
+                let n = self.n_draft.min(room - 1).min(left - 1);
                 let accepted = st.accepted;
-                let new = speculative::step(session, d, last, n, &mut sampler, st).await?;
+                let new = speculative::step(session, d, last, n, sampler, st).await?;
                 if opts.draft_adaptive {
-                    n_draft = speculative::next_draft_len(n_draft, n, st.accepted - accepted)
-                        .min(opts.draft_max);
+                    self.n_draft =
+                        speculative::next_draft_len(self.n_draft, n, st.accepted - accepted)
+                            .min(opts.draft_max);
                 }
                 new
             }
-            _ if left == 1 => vec![session.decode_last(&mut sampler).await?],
-            _ => vec![session.decode(&mut sampler).await?],
+            _ if left == 1 => vec![session.decode_last(sampler).await?],
+            _ => vec![session.decode(sampler).await?],
         };
+        Ok(true)
     }
-    out.speculation = stats;
-    let rest = stream.finish();
-    if !rest.is_empty() && out.stop != StopReason::Stopped {
-        on_text(&rest);
-        out.text.push_str(&rest);
+
+    /// Tokens handed out so far.
+    pub fn tokens(&self) -> &[u32] {
+        &self.out.tokens
     }
-    out.decode_seconds = crate::platform::now_seconds() - t1;
-    Ok(out)
+
+    /// Ends the generation (where it stopped, or early: the caller gave up), handing the text
+    /// still held back to `on_text` unless `on_text` stopped it.
+    pub fn finish(mut self, mut on_text: impl FnMut(&str) -> bool) -> Generation {
+        if !self.done {
+            self.out.stop = StopReason::Stopped;
+        }
+        self.out.speculation = self.stats;
+        let rest = self.stream.finish();
+        if !rest.is_empty() && self.out.stop != StopReason::Stopped {
+            on_text(&rest);
+            self.out.text.push_str(&rest);
+        }
+        self.out.decode_seconds = crate::platform::now_seconds() - self.t1;
+        self.out
+    }
 }

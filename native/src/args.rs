@@ -103,16 +103,22 @@ impl SamplingArgs {
     /// The sampler settings: the user's, else the model's `recommended`, else `mode`'s
     /// defaults; the seed from the clock when none was given.
     pub fn params(&self, recommended: &Sampling, mode: Mode) -> SamplerParams {
-        let clock = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let clock = Sampling {
-            seed: Some(clock),
-            ..Default::default()
-        };
-        self.choice()
-            .or(recommended.clone())
-            .or(clock)
-            .over(SamplerParams::defaults(mode))
+        sampler_params(self.choice(), recommended, mode)
     }
+}
+
+/// `choice`, else the model's `recommended`, else `mode`'s defaults; the seed from the clock
+/// when none was given.
+pub fn sampler_params(choice: Sampling, recommended: &Sampling, mode: Mode) -> SamplerParams {
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let clock = Sampling {
+        seed: Some(clock),
+        ..Default::default()
+    };
+    choice
+        .or(recommended.clone())
+        .or(clock)
+        .over(SamplerParams::defaults(mode))
 }

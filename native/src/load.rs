@@ -54,7 +54,27 @@ pub fn gpu(args: &ModelArgs) -> Result<Arc<Gpu>> {
     Ok(Arc::new(gpu))
 }
 
+/// A model on the GPU, before any session: what `serve` shares between its slots.
+pub struct LoadedModel {
+    pub path: PathBuf,
+    pub model: Arc<Model>,
+    pub tokenizer: Tokenizer,
+    /// The sampling the model's GGUF recommends.
+    pub recommended: Sampling,
+}
+
 pub fn load(args: &ModelArgs) -> Result<Loaded> {
+    let m = load_model(args)?;
+    let session = session(&m.model, args)?;
+    Ok(Loaded {
+        tokenizer: m.tokenizer,
+        session,
+        recommended: m.recommended,
+    })
+}
+
+/// Opens the model file and uploads its weights, with a progress bar.
+pub fn load_model(args: &ModelArgs) -> Result<LoadedModel> {
     let path = model_path(&args.model)?;
     let (src, gguf) = open_gguf(&path)?;
     let tokenizer = Tokenizer::from_gguf(&gguf)?;
@@ -80,18 +100,27 @@ pub fn load(args: &ModelArgs) -> Result<Loaded> {
         bar.set_position(p.done);
     }))?;
     bar.finish_and_clear();
-    let ctx = args.ctx.unwrap_or(model.config.ctx_train.min(4096));
-    let session = pollster::block_on(Session::new(
-        Arc::new(model),
+    Ok(LoadedModel {
+        path,
+        model: Arc::new(model),
+        tokenizer,
+        recommended,
+    })
+}
+
+/// The context `args` asks for: `-c`, else the model's, at most 4096.
+pub fn ctx(model: &Model, args: &ModelArgs) -> u32 {
+    args.ctx.unwrap_or(model.config.ctx_train.min(4096))
+}
+
+/// A session (KV cache and activations) on `model`, as `args` shape it.
+pub fn session(model: &Arc<Model>, args: &ModelArgs) -> Result<Session> {
+    pollster::block_on(Session::new(
+        model.clone(),
         SessionOptions {
-            ctx,
+            ctx: ctx(model, args),
             ubatch: args.ubatch,
             kv: args.kv_type.into(),
         },
-    ))?;
-    Ok(Loaded {
-        tokenizer,
-        session,
-        recommended,
-    })
+    ))
 }

@@ -1,6 +1,6 @@
 //! `tandem`: run GGUF language models on the GPU from the command line.
 //!
-//! One file a command (run.rs holds `run` and `chat`), the arguments they share in args.rs, and
+//! One file a command (run.rs holds `run` and `chat`; serve/ the server), the arguments they share in args.rs, and
 //! opening a model in load.rs; main.rs only parses and dispatches.
 
 mod args;
@@ -9,6 +9,7 @@ mod info;
 mod load;
 mod perplexity;
 mod run;
+mod serve;
 mod speculate;
 
 use std::io::Write;
@@ -33,6 +34,8 @@ enum Command {
     Run(run::RunArgs),
     /// Chat with the model in the terminal, using its chat template.
     Chat(run::ChatArgs),
+    /// Serve the model over OpenAI's HTTP API (chat and text completions, streamed or not).
+    Serve(serve::ServeArgs),
     /// Measure perplexity on a text file (llama-perplexity's method; -c is the chunk size).
     #[command(mut_arg("ctx", |a| a.help(format!("Tokens per chunk, as llama-perplexity's -c: the second half of each chunk is scored [default: {}]", perplexity::DEFAULT_CHUNK))))]
     Perplexity(perplexity::PerplexityArgs),
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Chat(args) => run::chat(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Perplexity(args) => perplexity::perplexity(args),
         Command::Info(args) => info::info(args),
         Command::Bench(args) => bench::bench(args),

@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::json;
 use tandem_engine::generate::{generate_with, GenerateOptions};
 use tandem_engine::sampling::Mode;
-use tandem_engine::tokenizer::ChatMessage;
+use tandem_engine::tokenizer::{ChatMessage, ChatTemplate, Tokenizer};
 use tandem_engine::{Error, Result};
 
 use crate::args::{ModelArgs, SamplingArgs};
@@ -63,16 +63,27 @@ pub struct ChatArgs {
 fn prompt_tokens(l: &Loaded, messages: &[ChatMessage], raw: Option<&str>) -> Result<Vec<u32>> {
     match raw {
         Some(text) => l.tokenizer.encode(text, true, false),
-        None => {
-            let template = l.tokenizer.chat_template_renderer().ok_or_else(|| {
-                Error::Template(
-                    "this model has no chat template (a base model?); run without --chat".into(),
-                )
-            })??;
-            let text = template.render(messages, true)?;
-            l.tokenizer.encode(&text, false, true)
-        }
+        None => chat_tokens(&l.tokenizer, &template(&l.tokenizer)?, messages),
     }
+}
+
+/// The model's chat template, or an error saying it has none.
+fn template(tokenizer: &Tokenizer) -> Result<ChatTemplate> {
+    tokenizer.chat_template_renderer().ok_or_else(|| {
+        Error::Template(
+            "this model has no chat template (a base model?); run without --chat".into(),
+        )
+    })?
+}
+
+/// A chat turn's token ids: `messages` in the template, then the assistant's turn opened.
+pub fn chat_tokens(
+    tokenizer: &Tokenizer,
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+) -> Result<Vec<u32>> {
+    let text = template.render(messages, true)?;
+    tokenizer.encode(&text, false, true)
 }
 
 pub fn run(args: RunArgs) -> Result<()> {

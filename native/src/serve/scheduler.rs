@@ -1,0 +1,229 @@
+//! The engine thread: it owns the GPU work of every slot (one [`Session`] each, on one loaded
+//! model) and takes jobs from the HTTP handlers through a channel, answering through each job's
+//! own channel.
+//!
+//! Scheduling is interleaved: each turn of the loop starts waiting jobs in free slots (a prefill
+//! each), then runs one step of every running slot in turn ([`Scheduler::step_all`]), so a new
+//! prompt joins between two steps of the others. The steps are separate GPU passes; a batched
+//! pass (every running slot's decode step in one dispatch list) would replace `step_all`'s loop,
+//! and what the kernels need for it is in bench/serve/BATCHING.md.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+use tandem_engine::generate::{GenerateOptions, Generation, Generator};
+use tandem_engine::model::Session;
+use tandem_engine::tokenizer::Tokenizer;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::metrics::Metrics;
+use super::stop::StopMatcher;
+
+/// A request for the engine thread.
+pub struct Job {
+    pub prompt: Vec<u32>,
+    pub opts: GenerateOptions,
+    pub stop: Vec<String>,
+    /// Where the reply goes; closed when the client has gone, which ends the generation.
+    pub events: UnboundedSender<Event>,
+    /// The job's place among the admitted requests, given back when the job is dropped.
+    pub ticket: Ticket,
+}
+
+pub enum Event {
+    /// The next piece of the reply's text.
+    Text(String),
+    /// The reply is complete.
+    Done(Generation),
+    /// The generation failed (a GPU error); the text sent so far is all there is.
+    Failed(String),
+}
+
+/// A place among the requests that hold a slot or wait for one (at most `--parallel` plus
+/// `--queue` of them).
+pub struct Ticket(Arc<Metrics>);
+
+impl Ticket {
+    /// A place, if fewer than `limit` requests hold one.
+    pub fn take(metrics: &Arc<Metrics>, limit: usize) -> Option<Ticket> {
+        metrics
+            .admitted
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Ticket(metrics.clone()))
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.admitted.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub struct Scheduler {
+    slots: Vec<Slot>,
+    tokenizer: Arc<Tokenizer>,
+    metrics: Arc<Metrics>,
+}
+
+struct Slot {
+    /// Its KV cache keeps the last reply's tokens, so a request that shares their prefix (the
+    /// next turn of a conversation, the same system prompt) re-reads only the rest.
+    session: Session,
+    running: Option<Running>,
+}
+
+struct Running {
+    job: Job,
+    gen: Generator,
+    stop: StopMatcher,
+    /// Tokens already counted in the metrics.
+    counted: usize,
+}
+
+impl Scheduler {
+    pub fn new(sessions: Vec<Session>, tokenizer: Arc<Tokenizer>, metrics: Arc<Metrics>) -> Self {
+        let slots = sessions
+            .into_iter()
+            .map(|session| Slot {
+                session,
+                running: None,
+            })
+            .collect();
+        Scheduler {
+            slots,
+            tokenizer,
+            metrics,
+        }
+    }
+
+    /// Serves jobs until the channel closes (the server stopped taking requests) and every
+    /// admitted job is answered.
+    pub fn run(mut self, jobs: Receiver<Job>) {
+        let mut waiting = VecDeque::new();
+        loop {
+            if waiting.is_empty() && self.slots.iter().all(|s| s.running.is_none()) {
+                match jobs.recv() {
+                    Ok(job) => waiting.push_back(job),
+                    Err(_) => return,
+                }
+            }
+            waiting.extend(jobs.try_iter());
+            // A client that left while waiting costs no GPU time.
+            waiting.retain(|j: &Job| !j.events.is_closed());
+            while !waiting.is_empty() {
+                let Some(slot) = self.free_slot(&waiting[0].prompt) else {
+                    break;
+                };
+                let job = waiting.pop_front().expect("not empty");
+                self.start(slot, job);
+            }
+            self.step_all();
+        }
+    }
+
+    /// The free slot whose cache shares the longest prefix with `prompt`.
+    fn free_slot(&self, prompt: &[u32]) -> Option<usize> {
+        let common = |s: &Session| {
+            s.history()
+                .iter()
+                .zip(prompt)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        (0..self.slots.len())
+            .filter(|&i| self.slots[i].running.is_none())
+            .max_by_key(|&i| (common(&self.slots[i].session), usize::MAX - i))
+    }
+
+    /// Feeds the job's prompt in slot `i`.
+    fn start(&mut self, i: usize, job: Job) {
+        let slot = &mut self.slots[i];
+        self.metrics.count_prompt(job.prompt.len());
+        let started = pollster::block_on(Generator::start(
+            &mut slot.session,
+            None,
+            &job.prompt,
+            &job.opts,
+        ));
+        match started {
+            Ok(gen) => {
+                slot.running = Some(Running {
+                    stop: StopMatcher::new(job.stop.clone()),
+                    job,
+                    gen,
+                    counted: 0,
+                });
+                self.metrics.running.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(e) => {
+                slot.session.truncate(0);
+                answer(job, Event::Failed(e.to_string()));
+            }
+        }
+    }
+
+    /// One step of every running slot, in turn: hands out the tokens its last pass made and
+    /// runs its next pass; a reply that ended (an end token, a stop string, the token budget,
+    /// the client gone) leaves its slot.
+    fn step_all(&mut self) {
+        for slot in &mut self.slots {
+            let Some(r) = &mut slot.running else {
+                continue;
+            };
+            let more = if r.job.events.is_closed() {
+                Ok(false)
+            } else {
+                let (events, stop) = (&r.job.events, &mut r.stop);
+                pollster::block_on(r.gen.step(&mut slot.session, None, &self.tokenizer, |p| {
+                    pass_on(events, stop, p)
+                }))
+            };
+            let n = r.gen.tokens().len();
+            self.metrics.count_generated(n - r.counted);
+            r.counted = n;
+            let (job, last) = match more {
+                Ok(true) => continue,
+                Ok(false) => {
+                    let Running {
+                        job, gen, mut stop, ..
+                    } = slot.running.take().expect("running");
+                    let g = gen.finish(|p| pass_on(&job.events, &mut stop, p));
+                    let rest = stop.flush();
+                    if !rest.is_empty() {
+                        let _ = job.events.send(Event::Text(rest));
+                    }
+                    (job, Event::Done(g))
+                }
+                Err(e) => {
+                    let job = slot.running.take().expect("running").job;
+                    slot.session.truncate(0);
+                    (job, Event::Failed(e.to_string()))
+                }
+            };
+            self.metrics.running.fetch_sub(1, Ordering::SeqCst);
+            answer(job, last);
+        }
+    }
+}
+
+/// Sends a job's last event, after giving back its place: a client that sends its next request
+/// as soon as this one is answered finds the place free.
+fn answer(job: Job, last: Event) {
+    let Job { events, ticket, .. } = job;
+    drop(ticket);
+    let _ = events.send(last);
+}
+
+/// Sends the text of `piece` that no stop string can still claim; returns whether to go on.
+fn pass_on(events: &UnboundedSender<Event>, stop: &mut StopMatcher, piece: &str) -> bool {
+    let (text, hit) = stop.push(piece);
+    if !text.is_empty() {
+        let _ = events.send(Event::Text(text));
+    }
+    !hit && !events.is_closed()
+}
