@@ -171,3 +171,36 @@ pub fn unix_seconds() -> Option<f64> {
 pub fn unix_seconds() -> Option<f64> {
     Some(js_sys::Date::now() / 1000.0)
 }
+
+/// Whether the WGSL compiler takes `dot4I8Packed` (the language extension
+/// packed_4x8_integer_dot_product): naga always does (a polyfill where the device lacks the
+/// instruction).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn wgsl_has_packed_dot(instance: &wgpu::Instance) -> bool {
+    instance
+        .wgsl_language_features()
+        .contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct)
+}
+
+/// In the browser, `navigator.gpu.wgslLanguageFeatures.has(...)`. Not wgpu's
+/// `Instance::wgsl_language_features`: it iterates the set's keys and panics where they are not a
+/// JS iterator (Dawn for Node's set-like object).
+#[cfg(target_arch = "wasm32")]
+pub fn wgsl_has_packed_dot(_instance: &wgpu::Instance) -> bool {
+    use js_sys::{Function, Reflect};
+    let get = |o: &wasm_bindgen::JsValue, k: &str| Reflect::get(o, &k.into()).ok();
+    let Some(features) = get(&js_sys::global(), "navigator")
+        .and_then(|n| get(&n, "gpu"))
+        .and_then(|g| get(&g, "wgslLanguageFeatures"))
+        .filter(|f| f.is_object())
+    else {
+        return false;
+    };
+    get(&features, "has")
+        .and_then(|h| h.dyn_into::<Function>().ok())
+        .and_then(|has| {
+            has.call1(&features, &"packed_4x8_integer_dot_product".into())
+                .ok()
+        })
+        .is_some_and(|v| v.is_truthy())
+}

@@ -111,9 +111,7 @@ impl Gpu {
             {
                 Ok(a) => {
                     adapter = Some(a);
-                    int8_dot = instance
-                        .wgsl_language_features()
-                        .contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct);
+                    int8_dot = crate::platform::wgsl_has_packed_dot(&instance);
                     break;
                 }
                 Err(e) => {
