@@ -66,6 +66,12 @@ pub fn has_q8_unit(ty: GgmlType) -> bool {
         .is_some_and(|g| crate::gpu::shaders::source(&format!("matvec_q8_{}", g.wgsl)).is_some())
 }
 
+/// Row length from which a `_q8` decode kernel pays whatever its rows: the f32 units read x'
+/// (48 KiB of f32 for 12288 columns) once per group of rows, past what a compute unit's L1 keeps
+/// for its workgroups; staging reads it once per workgroup (H200, dense 8B shape: ffn_down, 12288
+/// columns and 16 rows a workgroup, 1,596 to 1,273 us a pass).
+const Q8_LONG_ROW: u32 = 8192;
+
 /// Rows a workgroup of a `_q8` decode kernel must serve for staging x' to pay, on a GPU. H200,
 /// dense 8B shape (bench/RESULTS.md): Q4_K with 32 rows a workgroup (ffn_gate_up) 2,033 to 1,502
 /// us a pass, with 16 (attn_output, attn_qkv) 574 to 590 and 962 to 1,030; Q6_K's f32 unit is
@@ -161,7 +167,7 @@ impl MatvecShape {
             // (H200, dense 8B decode: 200.3 tok/s with 4 groups of 4 rows, 207.5 with 8), and
             // too few rows do not repay it.
             let rows = gpu_matvec_rows(2 * shape.rows, groups, units);
-            if rows * shape.per_thread >= q8_min_rows(ty) {
+            if rows * shape.per_thread >= q8_min_rows(ty) || n_cols >= Q8_LONG_ROW {
                 return MatvecShape { rows, ..shape };
             }
             shape.int8 = false;
