@@ -9,7 +9,9 @@ use super::dispatch::{f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::glu::Activation;
-use super::shape::{MatvecShape, MATVEC_WG};
+use super::shape::MatvecShape;
+#[cfg(test)]
+use super::shape::MATVEC_WG;
 use crate::gpu::{Binding, Gpu};
 use crate::quant::GgmlType;
 use crate::Result;
@@ -192,15 +194,7 @@ pub fn mat(
         let matvec_rows = shape.rows * shape.per_thread;
         let matvec = shape.kernel("matvec", chunk.ty)?;
         let matvec = gpu.pipeline(&shape.rows_key(gpu, matvec, MAT_LAYOUT)?)?;
-        // matvec_batch_q8 stages 512 columns at a time: 8 threads a row keep them busy.
-        let batch_shape = if shape.takes_q8(chunk.ty) {
-            MatvecShape {
-                rows: MATVEC_WG / 8,
-                ..shape
-            }
-        } else {
-            shape
-        };
+        let batch_shape = shape.for_batch(chunk.ty);
         let batch = shape.kernel("matvec_batch", chunk.ty)?;
         let batch = gpu.pipeline(&batch_shape.key(gpu, batch, MAT_LAYOUT)?)?;
         let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;

@@ -138,7 +138,9 @@ impl MatvecShape {
     /// first with more rows per workgroup where more than half of a row's threads would have no
     /// unit ([`decode_unit`]; a 256-wide Q4_K row has 8), then with fewer where the matrix
     /// would make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
-    /// workgroups of 4 rows leave most of a large GPU idle).
+    /// workgroups of 4 rows leave most of a large GPU idle). The `_q8` kernels start from twice
+    /// the rows and are kept only where the rows repay staging x' ([`q8_min_rows`],
+    /// [`Q8_LONG_ROW`]).
     pub fn for_matrix(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         MatvecShape::for_adapter(gpu).fit(gpu, n_rows, n_cols, ty)
     }
@@ -217,6 +219,19 @@ impl MatvecShape {
             ("RPT", self.per_thread),
         ];
         Ok(key)
+    }
+
+    /// This decode shape as matvec_batch takes it for weights of type `ty`: matvec_batch_q8
+    /// stages 512 columns at a time, so 8 threads a row keep them busy.
+    pub(crate) fn for_batch(self, ty: GgmlType) -> MatvecShape {
+        if self.takes_q8(ty) {
+            MatvecShape {
+                rows: MATVEC_WG / 8,
+                ..self
+            }
+        } else {
+            self
+        }
     }
 
     /// Whether this shape takes the `_q8` variant for weights of type `ty`.
