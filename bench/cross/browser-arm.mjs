@@ -5,7 +5,10 @@
 // stdout, with the load's figures under "load"; progress goes to stderr.
 //
 //   node bench/cross/browser-arm.mjs MODEL.gguf [--prompts 20] [-p 512] [-n 128] [--profile]
-//        [--profile-tokens 1] [--portable]
+//        [--profile-tokens 1] [--portable] [--dawn TOGGLES]
+//
+// --dawn adds Dawn toggles to the instance, e.g. `enable-dawn-features=disable_robustness`: what
+// a tab's safety and portability transforms cost, measured one at a time (compare.mjs --dawn).
 //
 // Dawn quantizes timestamps to 2^17 ns (about 131 µs) unless its `timestamp_quantization` toggle
 // is off, as Chrome's does unless started with --enable-webgpu-developer-features: without this,
@@ -22,7 +25,7 @@ const value = (names, dflt) => {
   return i >= 0 ? Number(args[i + 1]) : dflt;
 };
 if (!model || model.startsWith("-")) {
-  console.error("usage: browser-arm.mjs MODEL.gguf [--prompts N] [-p N] [-n N] [--profile] [--profile-tokens N] [--portable]");
+  console.error("usage: browser-arm.mjs MODEL.gguf [--prompts N] [-p N] [-n N] [--profile] [--profile-tokens N] [--portable] [--dawn TOGGLES]");
   process.exit(2);
 }
 const opts = {
@@ -35,7 +38,8 @@ const opts = {
 
 const { create, globals } = await import(resolve(root, "web/node_modules/webgpu/index.js"));
 Object.assign(globalThis, globals);
-globalThis.navigator = { gpu: create(["disable-dawn-features=timestamp_quantization"]) };
+const dawn = args.includes("--dawn") ? [args[args.indexOf("--dawn") + 1]] : [];
+globalThis.navigator = { gpu: create(["disable-dawn-features=timestamp_quantization", ...dawn]) };
 globalThis.Window = class {}; // wgpu looks for Window or WorkerGlobalScope
 const { createEngine } = await import(resolve(root, "web/npm/dist/index.js"));
 const { serve } = await import(resolve(root, "web/tests/serve.mjs"));
@@ -72,7 +76,8 @@ try {
     features: engine.adapter.features,
   };
   log(`decode ${r.decode_tokens_per_second.median.toFixed(1)} tok/s, prefill ${r.prefill_tokens_per_second.median.toFixed(1)} tok/s`);
-  console.log(JSON.stringify(r));
+  // On a line of its own: Dawn writes its warnings to stdout without ending the line.
+  console.log(`\n${JSON.stringify(r)}`);
   await engine.dispose();
 } catch (e) {
   console.error(`browser arm failed: ${e.code ? `[${e.code}] ` : ""}${e.stack || e}`);

@@ -5,43 +5,50 @@
 // decode step) side by side with the ratio, and writes the runs as JSON and an SVG plot.
 //
 //   node bench/cross/compare.mjs MODEL.gguf [--tandem PATH] [--prompts 20] [-p 512] [-n 128]
-//        [--profile-tokens 1] [--portable] [--browser-portable] [--rounds 2] [--timeout 600]
-//        [--out DIR] [--name NAME]
+//        [--profile-tokens 1] [--portable] [--browser-portable] [--dawn TOGGLES]... [--rounds 2]
+//        [--timeout 600] [--out DIR] [--name NAME]
+//   node bench/cross/compare.mjs --render cross-NAME.json [--out DIR]
 //
 // --portable adds the native binary with only the kernels without shader-f16 and subgroups,
 // --browser-portable the browser engine likewise: what those features are worth, kernel by kernel.
+// Each --dawn adds a browser-engine arm with those Dawn toggles (browser-arm.mjs), e.g.
+// `enable-dawn-features=disable_robustness`: which of a tab's transforms a gap comes from.
+// --render prints the table and writes the plot again from a saved comparison's runs (runs added
+// to its "runs" by hand, from another log of the same call, are summarized like the others).
 // Each arm runs in its own process with its own timeout; an arm that fails is reported and left
 // out of the summary, the others still run. TANDEM_CROSS_NATIVE_ICD and TANDEM_CROSS_BROWSER_ICD
 // set VK_ICD_FILENAMES for one side only (for machines without a GPU, see scripts/test-web.sh).
 import { spawn } from "node:child_process";
-import { mkdirSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { svg } from "./plot.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
-const [model, ...args] = process.argv.slice(2);
+const rendering = process.argv[2] === "--render";
+const [model, ...args] = process.argv.slice(rendering ? 3 : 2);
 const flag = (name) => args.includes(name);
 const opt = (name, dflt) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : dflt;
 };
 if (!model || model.startsWith("-")) {
-  console.error("usage: compare.mjs MODEL.gguf [--tandem PATH] [--prompts N] [-p N] [-n N] [--profile-tokens N] [--portable] [--browser-portable] [--rounds N] [--timeout S] [--out DIR] [--name NAME]");
+  console.error("usage: compare.mjs MODEL.gguf [--tandem PATH] [--prompts N] [-p N] [-n N] [--profile-tokens N] [--portable] [--browser-portable] [--dawn TOGGLES]... [--rounds N] [--timeout S] [--out DIR] [--name NAME]\n       compare.mjs --render cross-NAME.json [--out DIR]");
   process.exit(2);
 }
-const bench = {
+const saved = rendering ? JSON.parse(readFileSync(model, "utf8")) : null;
+const bench = saved?.bench ?? {
   prompts: Number(opt("--prompts", 20)),
   prompt: Number(opt("-p", 512)),
   gen: Number(opt("-n", 128)),
   profileTokens: Number(opt("--profile-tokens", 1)),
 };
 const tandem = resolve(opt("--tandem", join(root, "target/release/tandem")));
-const rounds = Number(opt("--rounds", 2));
+const rounds = saved?.rounds ?? Number(opt("--rounds", 2));
 const timeout = Number(opt("--timeout", 600));
 const out = resolve(opt("--out", "."));
-const name = opt("--name", basename(model).replace(/\.gguf$/, ""));
+const name = saved?.name ?? opt("--name", basename(model).replace(/\.gguf$/, ""));
 const common = ["--prompts", bench.prompts, "-p", bench.prompt, "-n", bench.gen, "--profile", "--profile-tokens", bench.profileTokens].map(String);
 
 // Where one machine has no Vulkan driver both can use (CI's Mesa 22 lavapipe, which Dawn
@@ -54,12 +61,15 @@ const arms = [
   { arm: "browser", cmd: process.execPath, args: [join(here, "browser-arm.mjs"), model, ...common], env: browserEnv },
 ];
 if (flag("--portable")) arms.push({ ...arms[0], arm: "native-portable", args: [...arms[0].args, "--portable"] });
+args.forEach((a, i) => {
+  if (a === "--dawn") arms.push({ ...arms[1], arm: `browser ${args[i + 1].replace(/^.*=/, "")}`, args: [...arms[1].args, "--dawn", args[i + 1]] });
+});
 if (flag("--browser-portable")) arms.push({ ...arms[1], arm: "browser-portable", args: [...arms[1].args, "--portable"] });
 
 const t0 = performance.now();
 const since = () => ((performance.now() - t0) / 1000).toFixed(1);
 
-/** Runs one arm; resolves to its bench JSON (the last stdout line) or to an error string. */
+/** Runs one arm; resolves to its bench JSON (the last stdout line that is one) or to an error string. */
 function runArm({ arm, cmd, args, env }) {
   return new Promise((done) => {
     console.error(`[${since()} s] ${arm}: ${cmd} ${args.join(" ")}`);
@@ -81,10 +91,14 @@ function runArm({ arm, cmd, args, env }) {
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      const last = stdout.trim().split("\n").pop() ?? "";
+      // The JSON is the last line that is one; Dawn may print its own notes on stdout after it.
+      const lines = stdout.trim().split("\n");
+      const json = lines.findLastIndex((l) => l.startsWith("{"));
+      for (const l of lines.filter((_, i) => i !== json && lines[i].trim())) console.error(`  ${arm}| stdout: ${l}`);
       try {
         if (code !== 0) throw new Error(`exit ${code ?? signal}`);
-        const r = JSON.parse(last);
+        if (json < 0) throw new Error("no JSON line on stdout");
+        const r = JSON.parse(lines[json]);
         console.error(`[${since()} s] ${arm}: decode ${r.decode_tokens_per_second.median.toFixed(1)} tok/s, prefill ${r.prefill_tokens_per_second.median.toFixed(1)} tok/s`);
         done(r);
       } catch (e) {
@@ -101,10 +115,11 @@ const median = (v) => {
 };
 
 // A B B A: every arm once per round, the order reversed every other round.
-const runs = [];
-for (let r = 0; r < rounds; r++) {
+const runs = saved?.runs ?? [];
+for (let r = 0; !saved && r < rounds; r++) {
   for (const a of r % 2 ? [...arms].reverse() : arms) runs.push({ arm: a.arm, round: r, result: await runArm(a) });
 }
+const armNames = [...new Set(saved ? runs.map((r) => r.arm) : arms.map((a) => a.arm))];
 
 /** One arm over its runs: medians of the runs' medians, min and max over all, kernels' median µs. */
 function summarize(arm) {
@@ -138,7 +153,7 @@ function summarize(arm) {
     load: ok[0].load ?? null,
   };
 }
-const summary = arms.map((a) => summarize(a.arm)).filter(Boolean);
+const summary = armNames.map(summarize).filter(Boolean);
 const failed = runs.filter((r) => r.result.error).map((r) => r.result.error);
 
 // The table.
@@ -146,7 +161,7 @@ const pad = (s, n) => String(s).padStart(n);
 const fmt = (x, d = 1) => (x == null || !Number.isFinite(x) ? "-" : x.toFixed(d));
 const base = summary.find((s) => s.arm === "native");
 const ratio = (x, y) => (x && y ? `${(x / y).toFixed(2)}x` : "-");
-const file = statSync(model).size;
+const file = saved?.file_bytes ?? statSync(model).size;
 console.log(`\n== ${name} (${(file / 1e9).toFixed(2)} GB): ${bench.prompts} prompts, ${bench.prompt} prompt tokens, ${bench.gen} generated, ${rounds} rounds, arm order reversed every other round (A B B A)`);
 for (const s of summary) console.log(`   ${s.arm}: ${s.adapter}`);
 const cols = summary.map((s) => s.arm);
@@ -189,8 +204,8 @@ if (groups.length) {
 for (const e of failed) console.log(`   FAILED ${e}`);
 
 mkdirSync(out, { recursive: true });
-const meta = { name, model: basename(model), file_bytes: file, bench, rounds, date: new Date().toISOString() };
+const meta = { name, model: saved?.model ?? basename(model), file_bytes: file, bench, rounds, date: saved?.date ?? new Date().toISOString() };
 writeFileSync(join(out, `cross-${name}.json`), JSON.stringify({ ...meta, summary, runs, failed }, null, 1));
 writeFileSync(join(out, `cross-${name}.svg`), svg({ ...meta, summary, groups }));
 console.log(`\n   wrote ${join(out, `cross-${name}.json`)} and ${join(out, `cross-${name}.svg`)} (${since()} s)`);
-process.exit(summary.length === arms.length && !failed.length ? 0 : 1);
+process.exit(summary.length === armNames.length && !failed.length ? 0 : 1);

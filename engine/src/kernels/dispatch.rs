@@ -176,11 +176,15 @@ impl Dispatch {
         })
     }
 
-    /// Records this dispatch into `pass` for the pass shape `s`; returns whether it ran.
+    /// Records this dispatch into `pass` for the pass shape `s`; returns whether it ran. An
+    /// empty grid is not recorded (it would do nothing, and Dawn warns about it on stdout).
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, s: &StepInfo) -> bool {
         let Some((i, [x, y, z])) = (self.grid)(s) else {
             return false;
         };
+        if x == 0 || y == 0 || z == 0 {
+            return false;
+        }
         pass.set_pipeline(&self.pipelines[i]);
         pass.set_bind_group(0, &self.bind_group, &[]);
         pass.dispatch_workgroups(x, y, z);
