@@ -218,6 +218,12 @@ impl<'a> Reader<'a> {
             let d = self
                 .u64("tensor dimension")
                 .map_err(|e| context(e, &place))?;
+            // Each dimension alone too: behind a zero one, the product would not show it.
+            if d > MAX_ELEMENTS {
+                return Err(Error::Corrupt(format!(
+                    "tensor {name} has too many elements (dimension {d})"
+                )));
+            }
             n_elements = n_elements
                 .checked_mul(d)
                 .filter(|&n| n <= MAX_ELEMENTS)
