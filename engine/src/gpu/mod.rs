@@ -243,14 +243,19 @@ impl Gpu {
             .min(self.limits.max_buffer_size)
     }
 
-    /// `e`, or [`Error::DeviceLost`] where the device is lost: then every GPU operation fails,
-    /// whatever it reports, and the loss is what the caller must hear of (it can only start
-    /// again on a new device).
-    fn lost_or(&self, e: Error) -> Error {
+    /// Why the device is lost, if it is: then every GPU operation fails and only a new device
+    /// (a new [`Gpu`], the model loaded again) can go on.
+    pub fn lost(&self) -> Option<String> {
         // A destroyed device reports its loss from the next poll; let that happen now.
         #[cfg(not(target_arch = "wasm32"))]
         let _ = self.device.poll(wgpu::PollType::Poll);
-        match self.lost.lock().unwrap().clone() {
+        self.lost.lock().unwrap().clone()
+    }
+
+    /// `e`, or [`Error::DeviceLost`] where the device is lost: whatever a failing operation
+    /// reports then, the loss is what the caller must hear of.
+    fn lost_or(&self, e: Error) -> Error {
+        match self.lost() {
             Some(msg) => Error::DeviceLost(msg),
             None => e,
         }
