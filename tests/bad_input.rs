@@ -282,3 +282,42 @@ fn device_destroyed_mid_generation_fails_with_device_lost() {
         }
     }
 }
+
+#[test]
+fn context_too_long_for_the_adapter_is_refused_from_the_metadata_alone() {
+    let bytes = tiny();
+    let g = Gguf::parse(&bytes.as_slice()).unwrap();
+    let mut gpu = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    // Bindings of 1 MiB, so that the longest context that fits is cheap to allocate.
+    gpu.limits.max_storage_buffer_binding_size = 1 << 20;
+    let config = Model::check(&gpu, &g).unwrap();
+    let opts = |ctx| SessionOptions {
+        ctx,
+        ubatch: 8,
+        ..Default::default()
+    };
+    let per_position = (config.n_kv_head * config.head_dim) as u64 * opts(1).kv.bytes();
+    let longest = ((1 << 20) / per_position) as u32;
+    opts(longest).check(&gpu, &config).unwrap();
+    let before_upload = opts(longest + 1)
+        .check(&gpu, &config)
+        .expect_err("a KV cache past the binding limit must be refused");
+    match &before_upload {
+        Error::Limits { what, need, have } => {
+            assert!(what.contains("lower the context"), "{what}");
+            assert_eq!(
+                (*need, *have),
+                ((longest as u64 + 1) * per_position, 1 << 20)
+            );
+        }
+        other => panic!("expected Limits, got {other:?}"),
+    }
+    // A session, after the upload, decides the same at the same length.
+    let m =
+        Arc::new(pollster::block_on(Model::load(Arc::new(gpu), &g, &bytes, &mut |_| {})).unwrap());
+    pollster::block_on(Session::new(m.clone(), opts(longest))).unwrap();
+    let after_upload = pollster::block_on(Session::new(m, opts(longest + 1)))
+        .err()
+        .expect("the session must refuse it too");
+    assert_eq!(after_upload.to_string(), before_upload.to_string());
+}
