@@ -11,9 +11,11 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use tandem_engine::gguf::{ByteSource, Gguf, Value, MAX_DIMS, MAX_ELEMENTS, MAX_TYPE_ID};
+use tandem_engine::model::{read_header, ChunkReader};
 use tandem_engine::quant::GgmlType;
 use tandem_engine::{Error, Result};
 
@@ -547,4 +549,80 @@ fn tensor_data_past_the_end() {
         assert!(matches!(e, Error::Truncated { .. }), "{case}: {e:?}");
         mentions(&e, &[&format!("the data of tensor {}", f.place)], &case);
     }
+}
+
+/// A download in progress, or of unknown length: the length it claims (a Content-Length, or a
+/// stand-in for none) is not the bytes it has.
+struct Download<'a> {
+    data: &'a [u8],
+    claimed: u64,
+}
+
+impl ByteSource for Download<'_> {
+    fn len(&self) -> u64 {
+        self.claimed
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.data.read_at(offset, buf)
+    }
+}
+
+/// A stream in 4 KiB pieces.
+struct Chunks(VecDeque<Vec<u8>>);
+
+impl ChunkReader for Chunks {
+    async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>> {
+        Ok(self.0.pop_front())
+    }
+}
+
+/// Lengths and counts checked against a length the source only claims: nothing is allocated for
+/// them before their bytes have been read.
+#[test]
+fn a_download_gets_no_allocation_for_bytes_it_has_not_delivered() {
+    let (file, fields) = sample_file();
+    // The reader reads a source without a slice one window (1 MiB) at a time.
+    let bound = alloc_bound(file.len()) + (4 << 20);
+    let claims = [
+        Kind::TensorCount,
+        Kind::MetadataCount,
+        Kind::StringLength,
+        Kind::ArrayLength,
+    ];
+    let mut cases = 0;
+    for f in fields.iter().filter(|f| claims.contains(&f.kind)) {
+        for claim in [1u64 << 30, 1 << 40] {
+            let hostile = with_u64(&file, f, claim);
+            let case = format!("{:?} of {} set to {claim}", f.kind, f.place);
+            // Unknown length (what the browser passes for a download without one), and a
+            // Content-Length that agrees with the claim.
+            for claimed in [u64::MAX >> 1, 1 << 45] {
+                let src = Download {
+                    data: &hostile,
+                    claimed,
+                };
+                let (r, largest) = largest_allocation(|| Gguf::parse(&src).map(drop));
+                let e = r.expect_err(&case);
+                if f.kind == Kind::StringLength {
+                    assert!(matches!(e, Error::Truncated { .. }), "{case}: {e:?}");
+                }
+                assert!(
+                    largest <= bound,
+                    "{case}: one allocation of {largest} bytes"
+                );
+                cases += 1;
+            }
+            // And as the browser reads a stream: its header from the pieces that came.
+            let pieces = hostile.chunks(4096).map(<[u8]>::to_vec).collect();
+            let (r, largest) = largest_allocation(|| {
+                pollster::block_on(read_header(&mut Chunks(pieces), u64::MAX >> 1)).map(drop)
+            });
+            r.expect_err(&case);
+            assert!(
+                largest <= bound,
+                "{case}, streamed: one allocation of {largest} bytes"
+            );
+        }
+    }
+    assert!(cases > 40, "{cases} cases");
 }
