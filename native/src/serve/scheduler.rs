@@ -171,20 +171,24 @@ impl Scheduler {
                     break;
                 };
                 let job = waiting.pop_front().expect("not empty");
-                self.start(slot, job);
+                if let Err(job) = self.start(slot, job) {
+                    // The device is lost: the job waits for the model on a new one.
+                    waiting.push_front(job);
+                    break;
+                }
             }
             self.step_all();
         }
     }
 
+    /// A job joins `waiting`; `LoseDevice` destroys the device.
     fn take(&mut self, c: Command, waiting: &mut VecDeque<Job>) {
         match c {
             Command::Generate(job) => waiting.push_back(job),
             Command::LoseDevice => {
                 eprintln!("destroying the GPU device (POST /debug/lose-device)");
                 self.gpu.device.destroy();
-                // Once the work in flight is done, the device reports its loss.
-                let _ = pollster::block_on(self.gpu.finish());
+                // Noticed at once where no work is in flight, else by the next steps, which fail.
                 self.suspect = true;
             }
         }
@@ -214,8 +218,8 @@ impl Scheduler {
             .max_by_key(|&i| (common(&self.slots[i].session), usize::MAX - i))
     }
 
-    /// Feeds the job's prompt in slot `i`.
-    fn start(&mut self, i: usize, job: Job) {
+    /// Feeds the job's prompt in slot `i`; gives the job back if the device is lost.
+    fn start(&mut self, i: usize, job: Job) -> Result<(), Job> {
         let slot = &mut self.slots[i];
         self.metrics.count_prompt(job.prompt.len());
         let started = pollster::block_on(Generator::start(
@@ -234,12 +238,17 @@ impl Scheduler {
                 });
                 self.metrics.running.fetch_add(1, Ordering::SeqCst);
             }
+            Err(Error::DeviceLost(_)) => {
+                self.suspect = true;
+                return Err(job);
+            }
             Err(e) => {
                 slot.session.truncate(0);
                 self.suspect = true;
-                answer(job, Event::Failed(failure(e)));
+                answer(job, Event::Failed(e.to_string()));
             }
         }
+        Ok(())
     }
 
     /// One step of every running slot, in turn: hands out the tokens its last pass made and
@@ -274,24 +283,21 @@ impl Scheduler {
                     }
                     (job, Event::Done(g))
                 }
+                // Failed with the others once `/health` says why (`run`).
+                Err(Error::DeviceLost(_)) => {
+                    self.suspect = true;
+                    continue;
+                }
                 Err(e) => {
                     let job = slot.running.take().expect("running").job;
                     slot.session.truncate(0);
                     self.suspect = true;
-                    (job, Event::Failed(failure(e)))
+                    (job, Event::Failed(e.to_string()))
                 }
             };
             self.metrics.running.fetch_sub(1, Ordering::SeqCst);
             answer(job, last);
         }
-    }
-}
-
-/// What a client hears of a failed generation.
-fn failure(e: Error) -> String {
-    match e {
-        Error::DeviceLost(reason) => lost_message(&reason),
-        e => e.to_string(),
     }
 }
 
