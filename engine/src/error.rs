@@ -43,11 +43,11 @@ pub enum Error {
     UnsupportedArchitecture(String),
     #[error("no GPU adapter found: {0}. Install a Vulkan, Metal or DX12 driver (or Mesa's lavapipe for a software GPU)")]
     NoAdapter(String),
-    #[error("the GPU cannot give {what}: the model needs {need}, the adapter has {have}. Use a smaller model or context, or a GPU with more memory")]
+    #[error("the GPU cannot give {what}: the model needs {need}, the adapter has {have}. Use a smaller model or a smaller quantization of it, a shorter context, or a GPU with more memory")]
     Limits { what: String, need: u64, have: u64 },
     #[error("GPU error: {0}")]
     Gpu(String),
-    #[error("the GPU device was lost: {0}")]
+    #[error("the GPU device was lost ({0}); load the model again to go on")]
     DeviceLost(String),
     #[error("kernel {kernel} failed to compile: {message}")]
     Shader { kernel: String, message: String },

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
-use tandem_engine::model::Config;
+use tandem_engine::model::{Config, Model};
 use tandem_engine::sampling::{Mode, SamplerParams, Sampling};
 use tandem_engine::Result;
 
@@ -112,21 +112,28 @@ pub fn info(args: InfoArgs) -> Result<()> {
             .map(|t| format!("{} ({})", t.name, t.ty))
             .collect();
         let weights: u64 = g.tensors.iter().map(|t| t.n_bytes).sum();
-        let ctx = args.model.ctx.unwrap_or(c.ctx_train.min(4096)) as u64;
-        let kv = 2 * c.n_layer as u64 * c.n_kv_head as u64 * c.head_dim as u64 * ctx * 4;
+        let opts = load::session_options(&c, &args.model);
+        let kv = 2
+            * (c.n_layer + c.n_nextn) as u64
+            * (c.n_kv_head * c.head_dim) as u64
+            * opts.ctx as u64
+            * opts.kv.bytes();
         println!("adapter: {}", gpu.describe());
         println!(
-            "GPU memory needed: {:.1} MB of weights + {:.1} MB of KV cache at context {ctx}",
+            "GPU memory needed: {:.1} MB of weights + {:.1} MB of KV cache at context {}",
             weights as f64 / 1e6,
-            kv as f64 / 1e6
+            kv as f64 / 1e6,
+            opts.ctx
         );
-        if unsupported.is_empty() {
-            println!("this adapter can run it: yes");
-        } else {
-            println!(
+        // The checks `run`, `chat` and `serve` make before they upload anything.
+        let fits = Model::check(&gpu, &g).and_then(|c| opts.check(&gpu, &c));
+        match (unsupported.is_empty(), fits) {
+            (true, Ok(())) => println!("this adapter can run it: yes"),
+            (false, _) => println!(
                 "this adapter can run it: no, unsupported tensor types: {}",
                 unsupported.join(", ")
-            );
+            ),
+            (true, Err(e)) => println!("this adapter can run it: no: {e}"),
         }
     }
     Ok(())

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressStyle};
 use tandem_engine::gguf::{Gguf, MmapSource};
 use tandem_engine::gpu::{Gpu, GpuOptions};
-use tandem_engine::model::{Model, Session, SessionOptions};
+use tandem_engine::model::{Config, Model, Session, SessionOptions};
 use tandem_engine::tokenizer::Tokenizer;
 use tandem_engine::{Error, Result};
 
@@ -80,6 +80,9 @@ pub fn load_model(args: &ModelArgs) -> Result<LoadedModel> {
     let tokenizer = Tokenizer::from_gguf(&gguf)?;
     let recommended = Sampling::from_gguf(&gguf);
     let gpu = gpu(args)?;
+    // Refused here, before the upload, if the adapter cannot hold the sessions `args` ask for.
+    let config = Model::check(&gpu, &gguf)?;
+    session_options(&config, args).check(&gpu, &config)?;
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -108,19 +111,18 @@ pub fn load_model(args: &ModelArgs) -> Result<LoadedModel> {
     })
 }
 
-/// The context `args` asks for: `-c`, else the model's, at most 4096.
-pub fn ctx(model: &Model, args: &ModelArgs) -> u32 {
-    args.ctx.unwrap_or(model.config.ctx_train.min(4096))
+/// The sessions `args` ask for on the model of `config`: the context `-c`, else the model's, at
+/// most 4096.
+pub fn session_options(config: &Config, args: &ModelArgs) -> SessionOptions {
+    SessionOptions {
+        ctx: args.ctx.unwrap_or(config.ctx_train.min(4096)),
+        ubatch: args.ubatch,
+        kv: args.kv_type.into(),
+    }
 }
 
 /// A session (KV cache and activations) on `model`, as `args` shape it.
 pub fn session(model: &Arc<Model>, args: &ModelArgs) -> Result<Session> {
-    pollster::block_on(Session::new(
-        model.clone(),
-        SessionOptions {
-            ctx: ctx(model, args),
-            ubatch: args.ubatch,
-            kv: args.kv_type.into(),
-        },
-    ))
+    let opts = session_options(&model.config, args);
+    pollster::block_on(Session::new(model.clone(), opts))
 }

@@ -75,6 +75,29 @@ fn prompt_longer_than_context_fails_cleanly() {
 }
 
 #[test]
+fn context_too_long_for_the_adapter_fails_cleanly() {
+    // u32::MAX positions: no adapter's storage binding holds a layer's KV cache of that.
+    let model = fixture("tiny-llama.gguf");
+    let model = model.to_str().unwrap();
+    let ctx = u32::MAX.to_string();
+    let out = tandem(&["run", "-q", "-m", model, "-c", &ctx, "-p", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("KV cache") && err.contains("lower the context"),
+        "{err}"
+    );
+    // `info` says so too, with the same reason.
+    let out = tandem(&["info", "-m", model, "-c", &ctx]);
+    assert!(out.status.success());
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        info.contains("this adapter can run it: no: ") && info.contains("lower the context"),
+        "{info}"
+    );
+}
+
+#[test]
 fn bad_file_fails_cleanly() {
     let dir = std::env::temp_dir().join(format!("tandem-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

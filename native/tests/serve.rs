@@ -72,18 +72,33 @@ impl Drop for Server {
     }
 }
 
-/// The body of `GET path` on loopback.
-fn http_get(port: u16, path: &str) -> String {
+/// Sends `method path` (with a JSON body, if given) on loopback; returns the status and body.
+fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    send(&mut s, method, path, body);
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let (head, body) = out.split_once("\r\n\r\n").unwrap();
-    assert!(
-        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
-        "{head}"
-    );
-    body.to_string()
+    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok());
+    (status.unwrap_or_else(|| panic!("{head}")), body.to_string())
+}
+
+fn send(s: &mut TcpStream, method: &str, path: &str, body: Option<&str>) {
+    let body = body.unwrap_or("");
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+}
+
+/// The body of `GET path` on loopback, which must answer 200.
+fn http_get(port: u16, path: &str) -> String {
+    let (status, body) = http(port, "GET", path, None);
+    assert_eq!(status, 200, "GET {path}: {body}");
+    body
 }
 
 /// Runs a client script from tests/serve/ with the test venv's python; it must succeed.
@@ -280,4 +295,130 @@ fn two_servers_behind_nginx_round_robin_with_streaming() {
     }
     drop(nginx);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A completion request that generates `max_tokens` whatever the model's end token says.
+fn completion(max_tokens: u32, stream: bool) -> String {
+    format!(
+        r#"{{"prompt": "Once upon a time", "max_tokens": {max_tokens}, "temperature": 0, "ignore_eos": true, "stream": {stream}}}"#
+    )
+}
+
+#[test]
+fn lost_device_fails_replies_in_flight_reports_unhealthy_and_reloads() {
+    let s = Server::start(&[
+        "-m",
+        &fixture("tiny-llama.gguf"),
+        "--parallel",
+        "2",
+        "-c",
+        "2048",
+        "--debug-endpoints",
+    ]);
+    let port = s.port();
+    assert_eq!(http_get(port, "/health"), r#"{"status":"ok"}"#);
+    let (status, before) = http(
+        port,
+        "POST",
+        "/v1/completions",
+        Some(&completion(12, false)),
+    );
+    assert_eq!(status, 200, "{before}");
+    let text = |body: &str| {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        v["choices"][0]["text"].as_str().unwrap().to_string()
+    };
+
+    // Two replies in flight: one streamed (it has sent its first piece), one whole.
+    let (first_piece, got_first) = std::sync::mpsc::channel();
+    let streamed = std::thread::spawn(move || {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        send(
+            &mut c,
+            "POST",
+            "/v1/completions",
+            Some(&completion(2000, true)),
+        );
+        let mut lines = BufReader::new(c).lines().map_while(Result::ok);
+        let mut seen = String::new();
+        for l in lines.by_ref() {
+            let piece = l.starts_with("data: {") && l.contains("\"text\"");
+            seen.push_str(&l);
+            seen.push('\n');
+            if piece {
+                break;
+            }
+        }
+        let _ = first_piece.send(());
+        lines.for_each(|l| {
+            seen.push_str(&l);
+            seen.push('\n');
+        });
+        seen
+    });
+    let whole = std::thread::spawn(move || {
+        http(
+            port,
+            "POST",
+            "/v1/completions",
+            Some(&completion(2000, false)),
+        )
+    });
+    got_first
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the streamed reply never started");
+    let t0 = Instant::now();
+    while s.metric("tandem_requests_running") < 2.0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the second reply never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    let (status, body) = http(port, "POST", "/debug/lose-device", None);
+    assert_eq!(status, 200, "{body}");
+
+    // Both fail with a clear error, the streamed one in its stream.
+    let streamed = streamed.join().unwrap();
+    let error_event = streamed
+        .lines()
+        .find(|l| l.starts_with("data: {\"error\""))
+        .unwrap_or_else(|| panic!("no error event in the stream:\n{streamed}"));
+    assert!(error_event.contains("GPU device was lost"), "{error_event}");
+    assert!(!streamed.contains("[DONE]"), "{streamed}");
+    let (status, body) = whole.join().unwrap();
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("GPU device was lost"), "{body}");
+    assert!(body.contains("loading the model again"), "{body}");
+
+    // Unhealthy, with the reason, until the model is loaded again on a new device.
+    let (status, body) = http(port, "GET", "/health", None);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("GPU device was lost (destroyed)"), "{body}");
+    let t0 = Instant::now();
+    loop {
+        let (status, body) = http(port, "GET", "/health", None);
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "still unhealthy after 120 s: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("healthy again after {:?}", t0.elapsed());
+    assert_eq!(s.metric("tandem_device_losses_total"), 1.0);
+
+    // And serves as before.
+    let (status, after) = http(
+        port,
+        "POST",
+        "/v1/completions",
+        Some(&completion(12, false)),
+    );
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(text(&after), text(&before));
 }

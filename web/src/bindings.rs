@@ -242,6 +242,12 @@ impl Engine {
                 .await
                 .map_err(engine_error)?;
             let config = Model::check(&gpu, &g).map_err(engine_error)?;
+            // A context too long for the adapter is refused before the download.
+            let session_opts = SessionOptions {
+                ctx: opts.context.unwrap_or(config.ctx_train.min(2048)).max(16),
+                ..Default::default()
+            };
+            session_opts.check(&gpu, &config).map_err(engine_error)?;
             let tokenizer = Tokenizer::from_gguf(&g).map_err(engine_error)?;
             let template = match tokenizer.chat_template_renderer() {
                 Some(Ok(t)) => Some(t),
@@ -278,19 +284,10 @@ impl Engine {
             let t1 = tandem_engine::platform::now_seconds();
             let before = gpu.pipeline_count();
             report(serde_json::json!({ "phase": "pipelines", "pipelines": before }));
-            let ctx = opts
-                .context
-                .unwrap_or(model.config.ctx_train.min(2048))
-                .max(16);
-            let session = Session::new(
-                Arc::new(model),
-                SessionOptions {
-                    ctx,
-                    ..Default::default()
-                },
-            )
-            .await
-            .map_err(engine_error)?;
+            let ctx = session_opts.ctx;
+            let session = Session::new(Arc::new(model), session_opts)
+                .await
+                .map_err(engine_error)?;
             let pipelines = gpu.pipeline_count();
             let t2 = tandem_engine::platform::now_seconds();
             let summary = serde_json::json!({

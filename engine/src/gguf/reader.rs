@@ -84,25 +84,55 @@ impl<'a> Reader<'a> {
         }
         let buf_end = self.buf_start + self.buf.len() as u64;
         if start < self.buf_start || end > buf_end {
-            let too_big = || Error::Corrupt(format!("{what} of {n} bytes is too large to read"));
-            let n_usize = usize::try_from(n).map_err(|_| too_big())?;
-            let window = n.max(WINDOW).min(self.len - start);
-            let window = usize::try_from(window).unwrap_or(n_usize);
             self.buf.clear();
-            self.buf.try_reserve_exact(window).map_err(|_| too_big())?;
-            self.buf.resize(window, 0);
-            if self.src.read_at(start, &mut self.buf).is_err() {
-                // A source holding only a prefix may not have the whole window: read exactly n.
-                self.buf.truncate(n_usize);
-                if let Err(e) = self.src.read_at(start, &mut self.buf) {
-                    self.pos = start;
-                    return Err(e);
-                }
-            }
             self.buf_start = start;
+            if let Err(e) = self.fill(n, what) {
+                self.pos = start;
+                return Err(e);
+            }
         }
         let off = (start - self.buf_start) as usize;
         Ok(&self.buf[off..off + n as usize])
+    }
+
+    /// Reads from `buf_start` into the empty `buf` a window of at least `n` bytes (`WINDOW`, or
+    /// `n` where larger, short of the end), one `WINDOW` at a time: a length read from the header
+    /// is only allocated as far as the source really has the bytes (the length of a download in
+    /// progress, or of unknown length, is a claim too).
+    fn fill(&mut self, n: u64, what: &str) -> Result<()> {
+        let start = self.buf_start;
+        let want = n.max(WINDOW).min(self.len - start);
+        while (self.buf.len() as u64) < want {
+            let have = self.buf.len() as u64;
+            let step = (want - have).min(WINDOW);
+            if let Err(e) = self.append(step, what) {
+                // A source holding only a prefix may not have the whole window: read exactly
+                // what `n` still needs.
+                let need = n.saturating_sub(have);
+                if need >= step || (need > 0 && self.append(need, what).is_err()) {
+                    return Err(e);
+                }
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the source's next `step` (at most `WINDOW`) bytes to `buf`.
+    fn append(&mut self, step: u64, what: &str) -> Result<()> {
+        let have = self.buf.len();
+        let step = step as usize; // at most WINDOW
+        self.buf
+            .try_reserve(step)
+            .map_err(|_| Error::Corrupt(format!("{what}: out of memory after {have} bytes")))?;
+        self.buf.resize(have + step, 0);
+        let read = self
+            .src
+            .read_at(self.buf_start + have as u64, &mut self.buf[have..]);
+        if read.is_err() {
+            self.buf.truncate(have);
+        }
+        read
     }
 
     pub(super) fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N]> {
@@ -131,8 +161,8 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// Reserves room for `count` items, each at least `min_size` bytes in the file, after checking
-    /// that the file has that many bytes left.
+    /// Checks that the file has room for `count` items of at least `min_size` bytes each, then
+    /// reserves room for them (from a source without a slice, a window of memory at most).
     pub(super) fn reserve_for<T>(
         &mut self,
         v: &mut Vec<T>,
@@ -149,6 +179,13 @@ impl<'a> Reader<'a> {
                 file_len: self.len,
             });
         }
+        // With a slice, the bytes left are there; a source without one may claim a length it
+        // does not have (a download in progress, or of unknown length), so reserve no more than
+        // a window of memory before the items are read (the vector grows as they are).
+        let count = match self.slice {
+            Some(_) => count,
+            None => count.min(WINDOW / std::mem::size_of::<T>().max(1) as u64),
+        };
         let n = usize::try_from(count)
             .map_err(|_| Error::Corrupt(format!("{count} {what} do not fit in memory")))?;
         v.try_reserve_exact(n)
@@ -218,6 +255,12 @@ impl<'a> Reader<'a> {
             let d = self
                 .u64("tensor dimension")
                 .map_err(|e| context(e, &place))?;
+            // Each dimension alone too: behind a zero one, the product would not show it.
+            if d > MAX_ELEMENTS {
+                return Err(Error::Corrupt(format!(
+                    "tensor {name} has too many elements (dimension {d})"
+                )));
+            }
             n_elements = n_elements
                 .checked_mul(d)
                 .filter(|&n| n <= MAX_ELEMENTS)

@@ -162,7 +162,15 @@ impl Gpu {
         let lost = Arc::new(Mutex::new(None));
         let lost_in_cb = lost.clone();
         device.set_device_lost_callback(move |reason, message| {
-            *lost_in_cb.lock().unwrap() = Some(format!("{reason:?}: {message}"));
+            let why = match reason {
+                wgpu::DeviceLostReason::Destroyed => "destroyed".to_string(),
+                other => format!("{other:?}"),
+            };
+            *lost_in_cb.lock().unwrap() = Some(if message.is_empty() {
+                why
+            } else {
+                format!("{why}: {message}")
+            });
         });
         // Errors outside an error scope are kept and reported by the next `check_lost`, rather
         // than wgpu's default of panicking.
@@ -233,6 +241,24 @@ impl Gpu {
         self.limits
             .max_storage_buffer_binding_size
             .min(self.limits.max_buffer_size)
+    }
+
+    /// Why the device is lost, if it is: then every GPU operation fails and only a new device
+    /// (a new [`Gpu`], the model loaded again) can go on.
+    pub fn lost(&self) -> Option<String> {
+        // A destroyed device reports its loss from the next poll; let that happen now.
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.lost.lock().unwrap().clone()
+    }
+
+    /// `e`, or [`Error::DeviceLost`] where the device is lost: whatever a failing operation
+    /// reports then, the loss is what the caller must hear of.
+    fn lost_or(&self, e: Error) -> Error {
+        match self.lost() {
+            Some(msg) => Error::DeviceLost(msg),
+            None => e,
+        }
     }
 
     /// Reports a lost device, or the first GPU error raised outside an error scope.
@@ -418,15 +444,7 @@ impl Gpu {
         let result = f();
         let validation = validation.pop().await;
         let oom = oom.pop().await;
-        let value = result?;
-        if let Some(e) = oom {
-            return Err(Error::Gpu(format!("{what}: out of GPU memory: {e}")));
-        }
-        if let Some(e) = validation {
-            return Err(Error::Gpu(format!("{what}: {e}")));
-        }
-        self.check_lost()?;
-        Ok(value)
+        self.scope_result(what, result, oom, validation)
     }
 
     /// [`Gpu::scoped`] for work that awaits (a weight upload fed by a download).
@@ -440,12 +458,25 @@ impl Gpu {
         let result = work.await;
         let validation = validation.pop().await;
         let oom = oom.pop().await;
-        let value = result?;
+        self.scope_result(what, result, oom, validation)
+    }
+
+    /// What [`Gpu::scoped`] returns: the work's error, else what the scopes caught, else a lost
+    /// device; any of them a [`Error::DeviceLost`] where the device is lost.
+    fn scope_result<T>(
+        &self,
+        what: &str,
+        result: Result<T>,
+        oom: Option<wgpu::Error>,
+        validation: Option<wgpu::Error>,
+    ) -> Result<T> {
+        let value = result.map_err(|e| self.lost_or(e))?;
         if let Some(e) = oom {
-            return Err(Error::Gpu(format!("{what}: out of GPU memory: {e}")));
+            let e = Error::Gpu(format!("{what}: out of GPU memory: {e}"));
+            return Err(self.lost_or(e));
         }
         if let Some(e) = validation {
-            return Err(Error::Gpu(format!("{what}: {e}")));
+            return Err(self.lost_or(Error::Gpu(format!("{what}: {e}"))));
         }
         self.check_lost()?;
         Ok(value)
@@ -459,7 +490,7 @@ impl Gpu {
         #[cfg(not(target_arch = "wasm32"))]
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+            .map_err(|e| self.lost_or(Error::Gpu(format!("waiting for the GPU: {e}"))))?;
         rx.await;
         self.check_lost()
     }
@@ -502,15 +533,15 @@ impl Gpu {
                 submission_index: Some(copied),
                 timeout: None,
             })
-            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+            .map_err(|e| self.lost_or(Error::Gpu(format!("waiting for the GPU: {e}"))))?;
         #[cfg(target_arch = "wasm32")]
         let _ = copied;
         rx.await
-            .map_err(|e| Error::Gpu(format!("mapping a buffer: {e}")))?;
+            .map_err(|e| self.lost_or(Error::Gpu(format!("mapping a buffer: {e}"))))?;
         self.check_lost()?;
         let data = staging
             .get_mapped_range(0..size)
-            .map_err(|e| Error::Gpu(format!("mapping a buffer: {e:?}")))?
+            .map_err(|e| self.lost_or(Error::Gpu(format!("mapping a buffer: {e:?}"))))?
             .to_vec();
         staging.unmap();
         Ok(data)

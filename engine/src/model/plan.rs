@@ -1,13 +1,14 @@
 //! The memory plan of a session, made once (llama2.c's `RunState`): activation buffers sized for
 //! one pass of `ubatch` tokens, the KV cache for `ctx` positions, and the checks that each fits a
 //! storage binding of the adapter, so a model too large for its settings fails here with what to
-//! lower rather than in a kernel.
+//! lower rather than in a kernel. [`SessionOptions::check`] runs the same checks from the
+//! model's metadata alone, before its weights are uploaded.
 
 use crate::gpu::Gpu;
 use crate::kernels::{self, moe, Heads, KvType, StepUniform};
 use crate::{Error, Result};
 
-use super::{Ffn, Model};
+use super::{Config, Ffn, Model};
 
 #[derive(Clone, Copy, Debug)]
 pub struct SessionOptions {
@@ -28,6 +29,64 @@ impl Default for SessionOptions {
             kv: KvType::F16,
         }
     }
+}
+
+impl SessionOptions {
+    /// Whether sessions with these options fit `gpu`'s storage bindings, from the model's
+    /// config alone: callers run it before uploading the weights, so that a context or batch
+    /// too large for the adapter is refused before gigabytes are uploaded. The widest dense FFN
+    /// is taken to be `feed_forward_length`; [`Session::new`](super::Session::new) checks again
+    /// with the uploaded widths.
+    ///
+    /// wgpu cannot tell how much memory the device has, so the sum of the weights and the KV
+    /// caches is not checked here: a device that runs out while uploading fails the upload with
+    /// an out-of-memory error.
+    pub fn check(&self, gpu: &Gpu, config: &Config) -> Result<()> {
+        check_sizes(gpu.max_binding(), config, config.n_ff as u64, *self).map(drop)
+    }
+}
+
+/// The size checks of a plan, `n_ff` the widest dense FFN: a batch's activations, the logits and
+/// one layer's KV cache must each fit a storage binding of `max_binding` bytes. Returns the most
+/// rows of logits one pass can return.
+fn check_sizes(max_binding: u64, c: &Config, n_ff: u64, opts: SessionOptions) -> Result<u32> {
+    if opts.ctx == 0 || opts.ubatch == 0 {
+        return Err(Error::InvalidArgument(
+            "context and batch must be positive".into(),
+        ));
+    }
+    let b = opts.ubatch as u64;
+    let f = 4u64;
+    let max_out = ((max_binding / (c.n_vocab as u64 * f)).min(b) as u32).max(1);
+    for (what, size) in [
+        ("the activations of one batch", b * 2 * n_ff.max(1) * f),
+        ("the logits", max_out as u64 * c.n_vocab as u64 * f),
+    ] {
+        if size > max_binding {
+            return Err(Error::Limits {
+                what: format!("a storage binding for {what} (lower the batch size)"),
+                need: size,
+                have: max_binding,
+            });
+        }
+    }
+    let kv_bytes = kv_layer_bytes(c, opts);
+    if kv_bytes > max_binding {
+        return Err(Error::Limits {
+            what: format!(
+                "a storage binding for one layer's KV cache of {} positions (lower the context)",
+                opts.ctx
+            ),
+            need: kv_bytes,
+            have: max_binding,
+        });
+    }
+    Ok(max_out)
+}
+
+/// Bytes of one layer's keys (or values) for `opts.ctx` positions.
+fn kv_layer_bytes(c: &Config, opts: SessionOptions) -> u64 {
+    (c.n_kv_head * c.head_dim) as u64 * opts.ctx as u64 * opts.kv.bytes()
 }
 
 /// Activation buffers, sized for one pass of `ubatch` tokens (cloned handles: the MTP layer's
@@ -82,17 +141,10 @@ pub(super) struct Plan {
 impl Plan {
     pub fn new(gpu: &Gpu, model: &Model, opts: SessionOptions) -> Result<Plan> {
         let c = &model.config;
-        if opts.ctx == 0 || opts.ubatch == 0 {
-            return Err(Error::InvalidArgument(
-                "context and batch must be positive".into(),
-            ));
-        }
         let b = opts.ubatch as u64;
         let f = 4u64;
         let q_dim = (c.n_head * c.head_dim) as u64;
         let kv_dim = (c.n_kv_head * c.head_dim) as u64;
-        let max_binding = gpu.max_binding();
-        let max_out = ((max_binding / (c.n_vocab as u64 * f)).min(b) as u32).max(1);
         // Widest dense FFN (dense layers, shared experts).
         let n_ff = model
             .weights
@@ -105,29 +157,8 @@ impl Plan {
             .max()
             .unwrap_or(c.n_ff)
             .max(1) as u64;
-        for (what, size) in [
-            ("the activations of one batch", b * 2 * n_ff * f),
-            ("the logits", max_out as u64 * c.n_vocab as u64 * f),
-        ] {
-            if size > max_binding {
-                return Err(Error::Limits {
-                    what: format!("a storage binding for {what} (lower the batch size)"),
-                    need: size,
-                    have: max_binding,
-                });
-            }
-        }
-        let kv_bytes = kv_dim * opts.ctx as u64 * opts.kv.bytes();
-        if kv_bytes > max_binding {
-            return Err(Error::Limits {
-                what: format!(
-                    "a storage binding for one layer's KV cache of {} positions (lower the context)",
-                    opts.ctx
-                ),
-                need: kv_bytes,
-                have: max_binding,
-            });
-        }
+        let max_out = check_sizes(gpu.max_binding(), c, n_ff, opts)?;
+        let kv_bytes = kv_layer_bytes(c, opts);
         let s = |label: &str, n: u64| gpu.storage(label, n * f);
         let heads = Heads {
             n_head: c.n_head,

@@ -23,7 +23,8 @@ use tokio::sync::mpsc;
 
 use super::metrics::Metrics;
 use super::openai::{self, ApiError, ChatRequest, CompletionRequest, Kind, Params, Reply, Usage};
-use super::scheduler::{Event, Job, Ticket};
+use super::scheduler::{Command, Event, Job, Ticket};
+use super::Health;
 use crate::args::sampler_params;
 
 /// What every handler reads.
@@ -38,23 +39,29 @@ pub struct App {
     pub api_key: Option<String>,
     pub parallel: usize,
     pub queue: usize,
-    pub jobs: Sender<Job>,
+    pub jobs: Sender<Command>,
     pub metrics: Arc<Metrics>,
+    pub health: Arc<Health>,
+    /// `--debug-endpoints`: serve `POST /debug/lose-device`.
+    pub debug_endpoints: bool,
     pub started: u64,
     /// Numbers the replies' ids.
     pub next_id: AtomicU64,
 }
 
 pub fn router(app: Arc<App>) -> Router {
-    let keyed = Router::new()
+    let mut keyed = Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
-        .route("/metrics", get(metrics))
-        .route_layer(middleware::from_fn_with_state(app.clone(), check_key));
+        .route("/metrics", get(metrics));
+    if app.debug_endpoints {
+        keyed = keyed.route("/debug/lose-device", post(lose_device));
+    }
+    let keyed = keyed.route_layer(middleware::from_fn_with_state(app.clone(), check_key));
     Router::new()
         .merge(keyed)
-        .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/health", get(health))
         .fallback(|| async {
             ApiError::invalid("no such endpoint", None)
                 .with_status(StatusCode::NOT_FOUND)
@@ -96,6 +103,26 @@ async fn check_key(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
         }
     }
     next.run(req).await
+}
+
+/// 200 while the server can generate; 503 with the reason while it cannot (the device was lost
+/// and the model is being loaded again).
+async fn health(State(app): State<Arc<App>>) -> Response {
+    match app.health.problem() {
+        None => Json(json!({"status": "ok"})).into_response(),
+        Some(problem) => ApiError::server(problem)
+            .with_status(StatusCode::SERVICE_UNAVAILABLE)
+            .with_code("unavailable")
+            .into_response(),
+    }
+}
+
+/// Destroys the GPU device (`--debug-endpoints`): what follows is what follows a real loss.
+async fn lose_device(State(app): State<Arc<App>>) -> Result<Json<Value>, ApiError> {
+    app.jobs
+        .send(Command::LoseDevice)
+        .map_err(|_| ApiError::server("the engine has stopped"))?;
+    Ok(Json(json!({"status": "destroying the GPU device"})))
 }
 
 async fn models(State(app): State<Arc<App>>) -> Json<Value> {
@@ -219,13 +246,13 @@ impl App {
         let (events, rx) = mpsc::unbounded_channel();
         let prompt_tokens = prompt.len();
         self.jobs
-            .send(Job {
+            .send(Command::Generate(Job {
                 prompt,
                 opts,
                 stop: params.stops(),
                 events,
                 ticket,
-            })
+            }))
             .map_err(|_| ApiError::server("the engine has stopped"))?;
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let reply = Reply {

@@ -16,6 +16,8 @@ pub struct Metrics {
     requests: Mutex<BTreeMap<u16, u64>>,
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
+    /// Times the GPU device was lost (and the model loaded again).
+    device_losses: AtomicU64,
     /// Requests holding a slot.
     pub running: AtomicUsize,
     /// Requests admitted (running or waiting for a slot).
@@ -32,6 +34,10 @@ impl Metrics {
     pub fn count_prompt(&self, tokens: usize) {
         self.prompt_tokens
             .fetch_add(tokens as u64, Ordering::Relaxed);
+    }
+
+    pub fn count_device_loss(&self) {
+        self.device_losses.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn count_generated(&self, tokens: usize) {
@@ -94,6 +100,12 @@ impl Metrics {
             "counter",
             "Tokens generated.",
             &one(self.completion_tokens.load(Ordering::Relaxed) as f64),
+        );
+        metric(
+            "tandem_device_losses_total",
+            "counter",
+            "Times the GPU device was lost (each followed by loading the model again).",
+            &one(self.device_losses.load(Ordering::Relaxed) as f64),
         );
         metric(
             "tandem_requests_running",

@@ -4,6 +4,10 @@
 //! handlers (http.rs) read requests in OpenAI's format (openai.rs), queue them for it through a
 //! channel and stream its replies back. Stop strings are matched in stop.rs, `/metrics` counted
 //! in metrics.rs.
+//!
+//! When the GPU device is lost, the engine thread fails the replies in flight, `/health` answers
+//! 503 with the reason, and the thread loads the model again on a new device; the requests that
+//! were waiting (and those that come meanwhile) are served once it has.
 
 mod http;
 mod metrics;
@@ -11,9 +15,12 @@ mod openai;
 mod scheduler;
 mod stop;
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use clap::Args;
 use tandem_engine::{Error, Result};
@@ -22,7 +29,7 @@ use crate::args::ModelArgs;
 use crate::load;
 use http::App;
 use metrics::Metrics;
-use scheduler::Scheduler;
+use scheduler::{Command, Job, Outcome, Scheduler};
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -46,6 +53,24 @@ pub struct ServeArgs {
     /// Requests that may wait for a slot; past that a request gets a 503
     #[arg(long, default_value_t = 64)]
     pub queue: usize,
+    /// Serve POST /debug/lose-device, which destroys the GPU device as a driver reset would, to
+    /// test how clients and a load balancer ride out a lost GPU (the replies in flight fail,
+    /// /health answers 503 until the model is loaded again on a new device)
+    #[arg(long)]
+    pub debug_endpoints: bool,
+}
+
+/// Whether the server can generate: `None` when it can, else why not (`/health` says it).
+#[derive(Default)]
+pub struct Health(Mutex<Option<String>>);
+
+impl Health {
+    pub fn problem(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    pub fn set(&self, problem: Option<String>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = problem;
+    }
 }
 
 /// Seconds since 1970 (OpenAI's `created`).
@@ -74,38 +99,17 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         })
         .map_err(|_| Error::InvalidArgument(format!("cannot listen on host {:?}", args.host)))?;
     let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health::default());
     let (jobs, job_rx) = std::sync::mpsc::channel();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     // The engine (the wgpu device, the model, the sessions) lives on its own thread; handlers
     // reach it only through `jobs`.
     let engine = {
-        let (model_args, parallel, metrics) = (args.model.clone(), args.parallel, metrics.clone());
+        let (model_args, parallel) = (args.model.clone(), args.parallel);
+        let (metrics, health) = (metrics.clone(), health.clone());
         std::thread::Builder::new()
             .name("engine".into())
-            .spawn(move || {
-                let loaded = (|| {
-                    let m = load::load_model(&model_args)?;
-                    let sessions = (0..parallel)
-                        .map(|_| load::session(&m.model, &model_args))
-                        .collect::<Result<Vec<_>>>()?;
-                    Ok::<_, Error>((m, sessions))
-                })();
-                let (m, sessions) = match loaded {
-                    Ok(l) => l,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let tokenizer = Arc::new(m.tokenizer);
-                let _ = ready_tx.send(Ok(Ready {
-                    path: m.path,
-                    tokenizer: tokenizer.clone(),
-                    recommended: m.recommended,
-                    ctx: sessions[0].opts.ctx,
-                }));
-                Scheduler::new(sessions, tokenizer, metrics).run(job_rx);
-            })
+            .spawn(move || run_engine(&model_args, parallel, &job_rx, ready_tx, &metrics, &health))
             .map_err(|e| Error::io("starting the engine thread", e))?
     };
     let ready = ready_rx
@@ -130,6 +134,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         queue: args.queue,
         jobs,
         metrics,
+        health,
+        debug_endpoints: args.debug_endpoints,
         started: unix_now(),
         next_id: AtomicU64::new(0),
     });
@@ -157,6 +163,96 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         .map_err(|_| Error::Gpu("the engine thread panicked".into()))?;
     eprintln!("stopped");
     Ok(())
+}
+
+/// The model on the GPU with a session for each of `parallel` slots.
+fn load(
+    args: &ModelArgs,
+    parallel: u32,
+) -> Result<(load::LoadedModel, Vec<tandem_engine::model::Session>)> {
+    let m = load::load_model(args)?;
+    let sessions = (0..parallel)
+        .map(|_| load::session(&m.model, args))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((m, sessions))
+}
+
+/// The engine thread: loads the model, tells `ready` how it went, then serves `commands` until
+/// they end, loading the model again on a new device whenever the device is lost.
+fn run_engine(
+    args: &ModelArgs,
+    parallel: u32,
+    commands: &Receiver<Command>,
+    ready: std::sync::mpsc::Sender<Result<Ready>>,
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+) {
+    let (m, sessions) = match load(args, parallel) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let tokenizer = Arc::new(m.tokenizer);
+    let _ = ready.send(Ok(Ready {
+        path: m.path,
+        tokenizer: tokenizer.clone(),
+        recommended: m.recommended,
+        ctx: sessions[0].opts.ctx,
+    }));
+    let mut sessions = Some(sessions);
+    let mut waiting = VecDeque::new();
+    loop {
+        let slots = match sessions.take() {
+            Some(s) => s,
+            None => match load(args, parallel) {
+                Ok((_, s)) => {
+                    eprintln!("the model is loaded again; serving");
+                    s
+                }
+                Err(e) => {
+                    let problem = format!(
+                        "the GPU device was lost and loading the model again failed ({e}); \
+                         retrying in {} s",
+                        RELOAD_RETRY.as_secs()
+                    );
+                    eprintln!("{problem}");
+                    health.set(Some(problem.clone()));
+                    // Nobody waits for a retry that may never succeed.
+                    if !fail_all(commands, &mut waiting, &problem) {
+                        return;
+                    }
+                    std::thread::sleep(RELOAD_RETRY);
+                    continue;
+                }
+            },
+        };
+        health.set(None);
+        let scheduler = Scheduler::new(slots, tokenizer.clone(), metrics.clone(), health.clone());
+        match scheduler.run(commands, waiting) {
+            Outcome::Closed => return,
+            Outcome::DeviceLost { waiting: w } => waiting = w,
+        }
+    }
+}
+
+/// How long the engine waits before it tries again to load the model after a failed reload.
+const RELOAD_RETRY: Duration = Duration::from_secs(5);
+
+/// Fails the `waiting` jobs and those in the channel with `problem`; false when the channel
+/// has closed (the server is stopping).
+fn fail_all(commands: &Receiver<Command>, waiting: &mut VecDeque<Job>, problem: &str) -> bool {
+    let fail = |job: Job| scheduler::answer(job, scheduler::Event::Failed(problem.to_string()));
+    waiting.drain(..).for_each(fail);
+    loop {
+        match commands.try_recv() {
+            Ok(Command::Generate(job)) => fail(job),
+            Ok(Command::LoseDevice) => {}
+            Err(std::sync::mpsc::TryRecvError::Empty) => return true,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => return false,
+        }
+    }
 }
 
 /// Resolves at Ctrl-C or SIGTERM: the server stops accepting and lets in-flight replies finish.

@@ -2,6 +2,10 @@
 //! model) and takes jobs from the HTTP handlers through a channel, answering through each job's
 //! own channel.
 //!
+//! A lost GPU device (a driver reset, an unplugged GPU, or `POST /debug/lose-device`) fails the
+//! replies in flight; [`Scheduler::run`] then hands back the requests still waiting, and the
+//! engine thread (mod.rs) loads the model again on a new device and goes on with them.
+//!
 //! Scheduling is interleaved: each turn of the loop starts waiting jobs in free slots (a prefill
 //! each), then runs one step of every running slot in turn ([`Scheduler::step_all`]), so a new
 //! prompt joins between two steps of the others. The steps are separate GPU passes; a batched
@@ -14,12 +18,31 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use tandem_engine::generate::{GenerateOptions, Generation, Generator};
+use tandem_engine::gpu::Gpu;
 use tandem_engine::model::Session;
 use tandem_engine::tokenizer::Tokenizer;
+use tandem_engine::Error;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::metrics::Metrics;
 use super::stop::StopMatcher;
+use super::Health;
+
+/// What the HTTP side asks of the engine thread.
+pub enum Command {
+    Generate(Job),
+    /// Destroys the GPU device, as a driver reset would (`POST /debug/lose-device`).
+    LoseDevice,
+}
+
+/// How [`Scheduler::run`] ended.
+pub enum Outcome {
+    /// The server stopped taking requests and every admitted one is answered.
+    Closed,
+    /// The device was lost (`/health` says so): the replies in flight have failed; these
+    /// requests still wait.
+    DeviceLost { waiting: VecDeque<Job> },
+}
 
 /// A request for the engine thread.
 pub struct Job {
@@ -68,6 +91,11 @@ pub struct Scheduler {
     slots: Vec<Slot>,
     tokenizer: Arc<Tokenizer>,
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    /// The device of every slot's model.
+    gpu: Arc<Gpu>,
+    /// A GPU call failed since the device was last checked: it may be lost.
+    suspect: bool,
 }
 
 struct Slot {
@@ -86,7 +114,14 @@ struct Running {
 }
 
 impl Scheduler {
-    pub fn new(sessions: Vec<Session>, tokenizer: Arc<Tokenizer>, metrics: Arc<Metrics>) -> Self {
+    /// The slots, one a session; `sessions` is not empty.
+    pub fn new(
+        sessions: Vec<Session>,
+        tokenizer: Arc<Tokenizer>,
+        metrics: Arc<Metrics>,
+        health: Arc<Health>,
+    ) -> Self {
+        let gpu = sessions[0].model.gpu.clone();
         let slots = sessions
             .into_iter()
             .map(|session| Slot {
@@ -98,21 +133,37 @@ impl Scheduler {
             slots,
             tokenizer,
             metrics,
+            health,
+            gpu,
+            suspect: false,
         }
     }
 
-    /// Serves jobs until the channel closes (the server stopped taking requests) and every
-    /// admitted job is answered.
-    pub fn run(mut self, jobs: Receiver<Job>) {
-        let mut waiting = VecDeque::new();
+    /// Serves `waiting`, then jobs from the channel, until the channel closes (the server
+    /// stopped taking requests) and every admitted job is answered, or until the device is lost.
+    pub fn run(mut self, commands: &Receiver<Command>, mut waiting: VecDeque<Job>) -> Outcome {
         loop {
             if waiting.is_empty() && self.slots.iter().all(|s| s.running.is_none()) {
-                match jobs.recv() {
-                    Ok(job) => waiting.push_back(job),
-                    Err(_) => return,
+                match commands.recv() {
+                    Ok(c) => self.take(c, &mut waiting),
+                    Err(_) => return Outcome::Closed,
                 }
             }
-            waiting.extend(jobs.try_iter());
+            for c in commands.try_iter() {
+                self.take(c, &mut waiting);
+            }
+            if std::mem::take(&mut self.suspect) {
+                if let Some(reason) = self.gpu.lost() {
+                    // Unhealthy before any client hears of the loss.
+                    let problem =
+                        format!("the GPU device was lost ({reason}); loading the model again");
+                    eprintln!("{problem}");
+                    self.health.set(Some(problem));
+                    self.metrics.count_device_loss();
+                    self.fail_running(&reason);
+                    return Outcome::DeviceLost { waiting };
+                }
+            }
             // A client that left while waiting costs no GPU time.
             waiting.retain(|j: &Job| !j.events.is_closed());
             while !waiting.is_empty() {
@@ -120,9 +171,36 @@ impl Scheduler {
                     break;
                 };
                 let job = waiting.pop_front().expect("not empty");
-                self.start(slot, job);
+                if let Err(job) = self.start(slot, job) {
+                    // The device is lost: the job waits for the model on a new one.
+                    waiting.push_front(job);
+                    break;
+                }
             }
             self.step_all();
+        }
+    }
+
+    /// A job joins `waiting`; `LoseDevice` destroys the device.
+    fn take(&mut self, c: Command, waiting: &mut VecDeque<Job>) {
+        match c {
+            Command::Generate(job) => waiting.push_back(job),
+            Command::LoseDevice => {
+                eprintln!("destroying the GPU device (POST /debug/lose-device)");
+                self.gpu.device.destroy();
+                // Noticed at once where no work is in flight, else by the next steps, which fail.
+                self.suspect = true;
+            }
+        }
+    }
+
+    /// Fails every running reply: the device is lost.
+    fn fail_running(&mut self, reason: &str) {
+        for slot in &mut self.slots {
+            if let Some(r) = slot.running.take() {
+                self.metrics.running.fetch_sub(1, Ordering::SeqCst);
+                answer(r.job, Event::Failed(lost_message(reason)));
+            }
         }
     }
 
@@ -140,8 +218,8 @@ impl Scheduler {
             .max_by_key(|&i| (common(&self.slots[i].session), usize::MAX - i))
     }
 
-    /// Feeds the job's prompt in slot `i`.
-    fn start(&mut self, i: usize, job: Job) {
+    /// Feeds the job's prompt in slot `i`; gives the job back if the device is lost.
+    fn start(&mut self, i: usize, job: Job) -> Result<(), Job> {
         let slot = &mut self.slots[i];
         self.metrics.count_prompt(job.prompt.len());
         let started = pollster::block_on(Generator::start(
@@ -160,11 +238,17 @@ impl Scheduler {
                 });
                 self.metrics.running.fetch_add(1, Ordering::SeqCst);
             }
+            Err(Error::DeviceLost(_)) => {
+                self.suspect = true;
+                return Err(job);
+            }
             Err(e) => {
                 slot.session.truncate(0);
+                self.suspect = true;
                 answer(job, Event::Failed(e.to_string()));
             }
         }
+        Ok(())
     }
 
     /// One step of every running slot, in turn: hands out the tokens its last pass made and
@@ -199,9 +283,15 @@ impl Scheduler {
                     }
                     (job, Event::Done(g))
                 }
+                // Failed with the others once `/health` says why (`run`).
+                Err(Error::DeviceLost(_)) => {
+                    self.suspect = true;
+                    continue;
+                }
                 Err(e) => {
                     let job = slot.running.take().expect("running").job;
                     slot.session.truncate(0);
+                    self.suspect = true;
                     (job, Event::Failed(e.to_string()))
                 }
             };
@@ -211,9 +301,14 @@ impl Scheduler {
     }
 }
 
+/// What a client hears when the device is lost under its reply.
+fn lost_message(reason: &str) -> String {
+    format!("the GPU device was lost ({reason}); the server is loading the model again: retry in a moment")
+}
+
 /// Sends a job's last event, after giving back its place: a client that sends its next request
 /// as soon as this one is answered finds the place free.
-fn answer(job: Job, last: Event) {
+pub fn answer(job: Job, last: Event) {
     let Job { events, ticket, .. } = job;
     drop(ticket);
     let _ = events.send(last);
