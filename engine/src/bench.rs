@@ -1,8 +1,9 @@
 //! The benchmark protocol that `tandem bench` and the npm package's `engine.bench` share:
 //! prefill and decode speed as medians over distinct prompts, each a fresh request (empty KV
 //! cache), per MEASURE.md; optionally the per-kernel split of one pass, each kernel group's bytes
-//! read, GB/s and FLOP/s against the streaming-read bandwidth measured here. Platform-neutral:
-//! every GPU wait is awaited, the clock is [`now_seconds`].
+//! read, GB/s and FLOP/s against the streaming-read bandwidth measured here. With a drafter,
+//! decode is speculative (greedy: the same tokens) and the result says what the drafts did.
+//! Platform-neutral: every GPU wait is awaited, the clock is [`now_seconds`].
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,7 @@ use crate::kernels::stream_read_bandwidth;
 use crate::model::Session;
 use crate::platform::now_seconds;
 use crate::sampling::Sampler;
+use crate::speculative::{self, DraftLen, Drafter, SpecStats};
 use crate::{Error, Result};
 
 /// What to measure.
@@ -28,6 +30,10 @@ pub struct BenchOptions {
     pub profile: bool,
     /// Tokens of the profiled pass: 1 is a decode step, more a prompt chunk.
     pub profile_tokens: u32,
+    /// Most drafts a speculative step proposes (with a drafter).
+    pub draft_max: usize,
+    /// The draft length follows the acceptance (within 1..=`draft_max`).
+    pub draft_adaptive: bool,
 }
 
 impl BenchOptions {
@@ -123,9 +129,32 @@ pub struct BenchResult {
     pub profile_tokens: u32,
     pub prompt_tokens: usize,
     pub prompts: usize,
+    /// With a drafter: what the drafts did over all prompts (absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculation: Option<Speculation>,
     /// Present with the profile (its `bytes_per_second` `None`, and `kernels` empty, where the
     /// adapter has no timestamp queries).
     pub streaming_read_ceiling: Option<Ceiling>,
+}
+
+/// Speculative decoding over a bench run (the keys `tandem run --json` uses).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Speculation {
+    pub draft_tokens: usize,
+    pub accepted_tokens: usize,
+    pub acceptance_rate: f64,
+    pub tokens_per_pass: f64,
+}
+
+impl From<SpecStats> for Speculation {
+    fn from(s: SpecStats) -> Speculation {
+        Speculation {
+            draft_tokens: s.drafted,
+            accepted_tokens: s.accepted,
+            acceptance_rate: s.acceptance_rate(),
+            tokens_per_pass: s.tokens_per_pass(),
+        }
+    }
 }
 
 impl BenchResult {
@@ -165,12 +194,17 @@ pub fn prompt(index: usize, len: usize, n_vocab: u32) -> Vec<u32> {
 /// Runs the protocol on `s` (whose context must hold [`BenchOptions::context_needed`]
 /// positions; a prompt that does not fit is a context-overflow error): one warm-up request, then each prompt from an empty cache, `on_prompt(index,
 /// prefill tok/s, decode tok/s)` after each; then, with `profile`, the streaming-read ceiling and
-/// one timed pass at the end of the last prompt's context. The cache is left in use.
+/// one timed pass at the end of the last prompt's context. The cache is left in use. With
+/// `drafter`, each prompt's tokens after the first come from speculative steps.
 pub async fn run(
     s: &mut Session,
+    mut drafter: Option<&mut Drafter<'_>>,
     opts: &BenchOptions,
     mut on_prompt: impl FnMut(usize, f64, f64),
 ) -> Result<BenchResult> {
+    if let Some(d) = &drafter {
+        d.check(s)?;
+    }
     if opts.prompts == 0 || opts.prompt_tokens == 0 || opts.gen_tokens == 0 {
         return Err(Error::InvalidArgument(
             "bench needs at least 1 prompt, 1 prompt token and 1 generated token".into(),
@@ -182,24 +216,20 @@ pub async fn run(
         ));
     }
     let n_vocab = s.model.config.n_vocab;
+    let greedy = &mut Sampler::greedy();
     // Warm up: compile every pipeline and touch every buffer once.
-    s.truncate(0);
-    s.prefill(
-        &prompt(usize::MAX, opts.prompt_tokens.max(2), n_vocab),
-        &mut Sampler::greedy(),
-    )
-    .await?;
-    s.decode(&mut Sampler::greedy()).await?;
+    let warm = prompt(usize::MAX, opts.prompt_tokens.max(2), n_vocab);
+    let len = DraftLen::new(opts.draft_max, opts.draft_adaptive);
+    generate(s, drafter.as_deref_mut(), &warm, 2, len, greedy).await?;
     let (mut prefill, mut decode) = (Vec::new(), Vec::new());
+    let mut stats = SpecStats::default();
     for i in 0..opts.prompts {
-        s.truncate(0);
         let p = prompt(i, opts.prompt_tokens, n_vocab);
-        let t0 = now_seconds();
-        s.prefill(&p, &mut Sampler::greedy()).await?;
-        let t1 = now_seconds();
-        for _ in 1..opts.gen_tokens {
-            s.decode(&mut Sampler::greedy()).await?;
-        }
+        let (t0, t1, st) =
+            generate(s, drafter.as_deref_mut(), &p, opts.gen_tokens, len, greedy).await?;
+        stats.drafted += st.drafted;
+        stats.accepted += st.accepted;
+        stats.passes += st.passes;
         let t2 = now_seconds();
         prefill.push(opts.prompt_tokens as f64 / (t1 - t0));
         decode.push((opts.gen_tokens - 1) as f64 / (t2 - t1));
@@ -251,6 +281,41 @@ pub async fn run(
         profile_tokens: opts.profile_tokens,
         prompt_tokens: opts.prompt_tokens,
         prompts: opts.prompts,
+        speculation: drafter.is_some().then(|| stats.into()),
         streaming_read_ceiling,
     })
+}
+
+/// One request from an empty cache: `prompt`, then `n` tokens (the first from the prefill),
+/// greedily. Returns when it began, when the prefill ended and what the drafts did.
+async fn generate(
+    s: &mut Session,
+    mut drafter: Option<&mut Drafter<'_>>,
+    prompt: &[u32],
+    n: usize,
+    mut len: DraftLen,
+    greedy: &mut Sampler,
+) -> Result<(f64, f64, SpecStats)> {
+    s.truncate(0);
+    let t0 = now_seconds();
+    let (mut last, _) = speculative::prefill(s, drafter.as_deref(), prompt, greedy).await?;
+    let t1 = now_seconds();
+    let mut stats = SpecStats::default();
+    let mut made = 1;
+    while made < n {
+        match drafter.as_deref_mut() {
+            Some(d) => {
+                let new =
+                    speculative::sized_step(s, d, last, n - made, &mut len, greedy, &mut stats)
+                        .await?;
+                made += new.len();
+                last = *new.last().expect("a step makes at least one token");
+            }
+            None => {
+                last = s.decode(greedy).await?;
+                made += 1;
+            }
+        }
+    }
+    Ok((t0, t1, stats))
 }

@@ -4,7 +4,7 @@
 
 use crate::model::Session;
 use crate::sampling::{Sampler, SamplerParams};
-use crate::speculative::{self, Drafter, SpecStats};
+use crate::speculative::{self, DraftLen, Drafter, SpecStats};
 use crate::tokenizer::{TextStream, Tokenizer};
 use crate::Result;
 
@@ -132,7 +132,7 @@ pub struct Generator {
     stream: TextStream,
     sampler: Sampler,
     stats: Option<SpecStats>,
-    n_draft: usize,
+    draft_len: DraftLen,
     /// Tokens the last pass made, not handed out yet.
     batch: Vec<u32>,
     /// When decoding began.
@@ -155,19 +155,9 @@ impl Generator {
         let mut out = Generation::default();
         let mut sampler = Sampler::new(opts.sampling.clone());
         let t0 = crate::platform::now_seconds();
-        let first = match drafter {
-            // The MTP layer's cache is filled beside the target's.
-            Some(Drafter::Mtp) => {
-                let (id, fed) = session.mtp_prefill(prompt, &mut sampler).await?;
-                out.prefilled = fed;
-                id
-            }
-            _ => {
-                let fresh = session.reuse_prefix(prompt);
-                out.prefilled = fresh.len();
-                session.prefill(fresh, &mut sampler).await?
-            }
-        };
+        let (first, fed) =
+            speculative::prefill(session, drafter.as_deref(), prompt, &mut sampler).await?;
+        out.prefilled = fed;
         out.prefill_seconds = crate::platform::now_seconds() - t0;
         Ok(Generator {
             opts: opts.clone(),
@@ -175,7 +165,7 @@ impl Generator {
             stream: TextStream::new(),
             sampler,
             stats: drafter.is_some().then(SpecStats::default),
-            n_draft: opts.draft_max,
+            draft_len: DraftLen::new(opts.draft_max, opts.draft_adaptive),
             batch: vec![first],
             t1: crate::platform::now_seconds(),
             done: false,
@@ -227,18 +217,8 @@ impl Generator {
         let sampler = &mut self.sampler;
         self.batch = match (drafter, &mut self.stats) {
             (Some(d), Some(st)) => {
-                // Room for the drafts and the last token in the context and in one pass, and no
-                // drafts past the token budget.
-                let room = (session.opts.ctx - session.pos()).min(session.max_verify()) as usize;
-                let n = self.n_draft.min(room - 1).min(left - 1);
-                let accepted = st.accepted;
-                let new = speculative::step(session, d, last, n, sampler, st).await?;
-                if opts.draft_adaptive {
-                    self.n_draft =
-                        speculative::next_draft_len(self.n_draft, n, st.accepted - accepted)
-                            .min(opts.draft_max);
-                }
-                new
+                speculative::sized_step(session, d, last, left, &mut self.draft_len, sampler, st)
+                    .await?
             }
             _ if left == 1 => vec![session.decode_last(sampler).await?],
             _ => vec![session.decode(sampler).await?],

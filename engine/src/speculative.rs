@@ -139,6 +139,69 @@ pub fn accept_sampled(
     (n, draw(&c, sampler.next_uniform()))
 }
 
+/// The draft length a generation carries from step to step.
+#[derive(Clone, Copy, Debug)]
+pub struct DraftLen {
+    /// Drafts the next step proposes at most.
+    pub n: usize,
+    /// The cap on `n`.
+    pub max: usize,
+    /// `n` follows the acceptance ([`next_draft_len`]) rather than staying at `max`.
+    pub adaptive: bool,
+}
+
+impl DraftLen {
+    /// Starting at `max`.
+    pub fn new(max: usize, adaptive: bool) -> DraftLen {
+        DraftLen {
+            n: max,
+            max,
+            adaptive,
+        }
+    }
+}
+
+/// Feeds `prompt` (reusing the target's cached prefix) and samples the first token; with the
+/// MTP drafter the MTP layer's cache is filled beside the target's. Returns the token and the
+/// prompt tokens actually fed.
+pub async fn prefill(
+    target: &mut Session,
+    drafter: Option<&Drafter<'_>>,
+    prompt: &[u32],
+    sampler: &mut Sampler,
+) -> Result<(u32, usize)> {
+    match drafter {
+        Some(Drafter::Mtp) => target.mtp_prefill(prompt, sampler).await,
+        _ => {
+            let fresh = target.reuse_prefix(prompt);
+            let id = target.prefill(fresh, sampler).await?;
+            Ok((id, fresh.len()))
+        }
+    }
+}
+
+/// [`step`] sized to what is left: at most `len.n` drafts, fewer where the context or one
+/// verify pass has no room for them or where `left` tokens (at least 1) are all that is still
+/// wanted; `len` then follows the acceptance.
+pub async fn sized_step(
+    target: &mut Session,
+    drafter: &mut Drafter<'_>,
+    last: u32,
+    left: usize,
+    len: &mut DraftLen,
+    sampler: &mut Sampler,
+    stats: &mut SpecStats,
+) -> Result<Vec<u32>> {
+    let room = (target.opts.ctx - target.pos()).min(target.max_verify()) as usize;
+    let n = len.n.min(room.saturating_sub(1)).min(left - 1);
+    let accepted = stats.accepted;
+    let new = step(target, drafter, last, n, sampler, stats).await?;
+    if len.adaptive {
+        len.n = next_draft_len(len.n, n, stats.accepted - accepted).min(len.max);
+    }
+    Ok(new)
+}
+
 /// One speculative step after `last` (the target's latest token, not yet fed): drafts up to `n`
 /// tokens, verifies `[last, drafts..]` in one target pass (greedy: argmax on the GPU; sampling:
 /// [`accept_sampled`] on the rows' logits), rolls the target's KV cache back to the accepted

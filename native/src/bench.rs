@@ -9,6 +9,7 @@ use tandem_engine::Result;
 
 use crate::args::ModelArgs;
 use crate::load;
+use crate::speculate::{SpecArgs, Speculator};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -34,6 +35,8 @@ pub struct BenchArgs {
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub speculative: SpecArgs,
 }
 
 pub fn bench(args: BenchArgs) -> Result<()> {
@@ -43,20 +46,29 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         gen_tokens: args.gen_tokens,
         profile: args.profile,
         profile_tokens: args.profile_tokens,
+        draft_max: args.speculative.draft_max,
+        draft_adaptive: !args.speculative.draft_fixed,
     };
     let mut model_args = args.model.clone();
     let need = opts.context_needed();
     model_args.ctx = Some(model_args.ctx.unwrap_or(need).max(need));
     let mut l = load::load(&model_args)?;
     let verbose = !args.json && !args.model.quiet;
-    let r = pollster::block_on(run(&mut l.session, &opts, |i, prefill, decode| {
-        if verbose {
-            eprintln!(
-                "prompt {:2}: prefill {prefill:9.1} tok/s, decode {decode:7.1} tok/s",
-                i + 1
-            );
-        }
-    }))?;
+    let mut spec = Speculator::new(&args.speculative, &l)?;
+    let mut drafter = spec.drafter();
+    let r = pollster::block_on(run(
+        &mut l.session,
+        drafter.as_mut(),
+        &opts,
+        |i, prefill, decode| {
+            if verbose {
+                eprintln!(
+                    "prompt {:2}: prefill {prefill:9.1} tok/s, decode {decode:7.1} tok/s",
+                    i + 1
+                );
+            }
+        },
+    ))?;
     if args.json {
         println!(
             "{}",
@@ -73,6 +85,16 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "decode ({} tokens):  median {:.1} tok/s (min {:.1}, max {:.1}); {} dispatches per token",
         r.gen_tokens, d.median, d.min, d.max, r.dispatches_per_token
     );
+    if let Some(s) = &r.speculation {
+        println!(
+            "speculative ({:?}): {} of {} drafts accepted ({:.1}%), {:.2} tokens a pass",
+            spec.mode,
+            s.accepted_tokens,
+            s.draft_tokens,
+            100.0 * s.acceptance_rate,
+            s.tokens_per_pass
+        );
+    }
     if let Some(c) = &r.streaming_read_ceiling {
         match c.bytes_per_second {
             Some(bps) => println!(

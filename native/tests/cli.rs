@@ -396,6 +396,47 @@ fn bench_json_keeps_its_keys() {
     assert!(v["kernels"].as_object().unwrap().is_empty());
 }
 
+/// `bench` on a model with an MTP layer speculates by default and says what the drafts did; with
+/// `--speculative off` the key is absent, as on any model without a drafter.
+#[test]
+fn bench_reports_the_speculation() {
+    let model = fixture("tiny-glm4moe-mtp.gguf");
+    let bench = |extra: &[&str]| {
+        let args = [
+            &[
+                "bench",
+                "-q",
+                "-m",
+                model.to_str().unwrap(),
+                "--prompts",
+                "2",
+            ],
+            &["-p", "6", "-n", "9", "--json"][..],
+            extra,
+        ]
+        .concat();
+        let out = tandem(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let s = &bench(&[])["speculation"];
+    let (drafted, accepted) = (
+        s["draft_tokens"].as_u64().unwrap(),
+        s["accepted_tokens"].as_u64().unwrap(),
+    );
+    assert!(drafted > 0 && accepted <= drafted, "{s}");
+    let rate = s["acceptance_rate"].as_f64().unwrap();
+    assert!((rate - accepted as f64 / drafted as f64).abs() < 1e-9);
+    assert!(s["tokens_per_pass"].as_f64().unwrap() >= 1.0);
+    assert!(bench(&["--speculative", "off"])
+        .get("speculation")
+        .is_none());
+}
+
 /// `run --json` with speculation: the same tokens as without, and its keys; MTP by default on a
 /// model with an MTP layer, a draft model with --draft.
 #[test]

@@ -13,6 +13,8 @@ const ui = {
 
 let engine = null;
 let history = [];
+// A base model (no chat template) continues text: the whole transcript is its prompt.
+let baseText = null;
 let generating = false;
 let loading = false;
 let abort = null;
@@ -108,7 +110,9 @@ async function load_(source) {
     });
     const secs = (performance.now() - t0) / 1000;
     ui.loadStatus.textContent = `Loaded ${info.name} in ${secs.toFixed(1)} s`;
-    ui.modelInfo.textContent = `${info.name}: ${info.architecture}, context ${info.context}, ${info.pipelines} pipelines, ${info.dispatchesPerToken} dispatches per token, from the ${info.source}; load ${secs.toFixed(1)} s`;
+    ui.modelInfo.textContent = `${info.name}: ${info.architecture}, context ${info.context}, ${info.pipelines} pipelines, ${info.dispatchesPerToken} dispatches per token${info.mtp ? ", an MTP layer (multi-token prediction on)" : ""}${info.chatTemplate ? "" : ", no chat template (it continues your text)"}, from the ${info.source}; load ${secs.toFixed(1)} s`;
+    baseText = info.chatTemplate ? null : "";
+    ui.message.placeholder = info.chatTemplate ? "Ask something… (Enter sends, Shift+Enter for a new line)" : "Text for the model to continue… (Enter sends)";
     document.body.dataset.modelReady = "1";
     setChatEnabled(true);
     ui.message.focus();
@@ -133,9 +137,11 @@ async function send() {
   abort = new AbortController();
   let answer = "";
   try {
-    const stream = await engine.chat.completions.create({ messages: history, stream: true, max_tokens: 512 }, { signal: abort.signal });
+    const stream = baseText === null
+      ? await engine.chat.completions.create({ messages: history, stream: true, max_tokens: 512 }, { signal: abort.signal })
+      : await engine.completions.create({ prompt: `${baseText}${baseText ? " " : ""}${text}`, stream: true, max_tokens: 256 }, { signal: abort.signal });
     for await (const chunk of stream) {
-      const piece = chunk.choices[0]?.delta?.content;
+      const piece = chunk.choices[0]?.delta?.content ?? chunk.choices[0]?.text;
       if (piece) {
         answer += piece;
         out.textContent = answer;
@@ -143,7 +149,8 @@ async function send() {
       }
       if (chunk.usage) {
         const x = chunk.usage.extra;
-        ui.stats.textContent = `prefill ${x.prefill_tokens_per_second.toPrecision(3)} tok/s (${x.prefilled_tokens} tokens), decode ${x.decode_tokens_per_second.toPrecision(3)} tok/s (${chunk.usage.completion_tokens} tokens)`;
+        const mtp = x.draft_tokens ? `; MTP: ${(100 * x.acceptance_rate).toFixed(0)}% of ${x.draft_tokens} drafts accepted, ${x.tokens_per_pass.toFixed(2)} tokens a pass` : "";
+        ui.stats.textContent = `prefill ${x.prefill_tokens_per_second.toPrecision(3)} tok/s (${x.prefilled_tokens} tokens), decode ${x.decode_tokens_per_second.toPrecision(3)} tok/s (${chunk.usage.completion_tokens} tokens)${mtp}`;
       }
     }
   } catch (e) {
@@ -151,6 +158,7 @@ async function send() {
     else ui.stats.textContent = "stopped";
   } finally {
     history.push({ role: "assistant", content: answer.trim() });
+    if (baseText !== null) baseText = `${baseText}${baseText ? " " : ""}${text}${answer}`;
     generating = false;
     setChatEnabled(!!engine?.model);
   }
@@ -161,7 +169,7 @@ ui.message.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send(); }
 });
 ui.stop.addEventListener("click", () => abort?.abort());
-ui.reset.addEventListener("click", () => { history = []; ui.transcript.replaceChildren(); ui.stats.textContent = ""; });
+ui.reset.addEventListener("click", () => { history = []; baseText = baseText === null ? null : ""; ui.transcript.replaceChildren(); ui.stats.textContent = ""; });
 ui.urlForm.addEventListener("submit", (e) => { e.preventDefault(); if (ui.url.value) load_(ui.url.value); });
 ui.file.addEventListener("change", () => ui.file.files[0] && load_(ui.file.files[0]));
 ui.drop.addEventListener("dragover", (e) => { e.preventDefault(); ui.drop.classList.add("over"); });

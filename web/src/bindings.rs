@@ -7,18 +7,21 @@ use std::sync::Arc;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use serde::{Deserialize, Serialize};
 use tandem_engine::bench::BenchOptions;
-use tandem_engine::generate::{generate_until, GenerateOptions, StopReason};
+use tandem_engine::generate::{generate_with, GenerateOptions, StopReason};
 use tandem_engine::gpu::{Gpu, GpuOptions};
 use tandem_engine::model::{
     read_header, ChunkReader, FileOrderStream, Model, Session, SessionOptions,
 };
 use tandem_engine::sampling::{SamplerParams, Sampling};
+use tandem_engine::speculative::Drafter;
 use tandem_engine::tokenizer::{ChatMessage, ChatTemplate, Tokenizer};
 use tandem_engine::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{future_to_promise, JsFuture};
 
-use crate::contract::{ChatDefaults, ChatOptions, ChatResult, ErrorCode, FinishReason};
+use crate::contract::{
+    ChatDefaults, ChatOptions, ChatResult, ErrorCode, FinishReason, Speculative,
+};
 
 fn js_error(code: ErrorCode, message: &str) -> JsValue {
     let e = js_sys::Error::new(message);
@@ -124,6 +127,9 @@ struct BenchRequest {
     gen_tokens: usize,
     profile: bool,
     profile_tokens: u32,
+    /// Default: MTP where the model has an MTP layer, as for chat.
+    speculative: Option<Speculative>,
+    draft_max: usize,
 }
 
 impl Default for BenchRequest {
@@ -134,6 +140,8 @@ impl Default for BenchRequest {
             gen_tokens: 128,
             profile: false,
             profile_tokens: 1,
+            speculative: None,
+            draft_max: GenerateOptions::default().draft_max,
         }
     }
 }
@@ -297,6 +305,8 @@ impl Engine {
                 "context": ctx,
                 "pipelines": pipelines,
                 "dispatchesPerToken": session.dispatches_per_token(),
+                "mtp": session.has_mtp(),
+                "chatTemplate": template.is_some(),
                 "weightBytes": total,
                 "uploadSeconds": t1 - t0,
                 "pipelineSeconds": t2 - t1,
@@ -324,95 +334,45 @@ impl Engine {
     /// streamed to `on_text(piece)` (return `false` from it to stop). Resolves to a
     /// [`ChatResult`].
     pub fn chat(&self, messages: JsValue, options: JsValue, on_text: Function) -> Promise {
-        let inner = self.inner.clone();
-        let stop = self.stop.clone();
+        let (inner, stop) = (self.inner.clone(), self.stop.clone());
         future_to_promise(async move {
             let messages: Vec<JsMessage> = from_js(&messages, "messages")?;
-            let opts: ChatOptions = if options.is_undefined() || options.is_null() {
-                ChatOptions::default()
-            } else {
-                from_js(&options, "chat options")?
-            };
-            let mut i = inner.try_borrow_mut().map_err(|_| {
-                js_error(
-                    ErrorCode::Busy,
-                    "the engine is busy (one request at a time)",
-                )
-            })?;
-            let m = i
-                .model
-                .as_mut()
-                .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
-            let template = m.template.as_ref().ok_or_else(|| {
-                js_error(
-                    ErrorCode::TemplateError,
-                    "this model has no chat template (a base model?)",
-                )
-            })?;
-            let messages: Vec<ChatMessage> = messages
-                .into_iter()
-                .map(|m| ChatMessage::new(m.role, m.content))
-                .collect();
-            let text = template.render(&messages, true).map_err(engine_error)?;
-            let prompt = m
-                .tokenizer
-                .encode(&text, false, true)
-                .map_err(engine_error)?;
-            let random = Sampling {
-                seed: Some((js_sys::Math::random() * 9_007_199_254_740_991.0) as u64),
-                ..Default::default()
-            };
-            let gen = GenerateOptions {
-                max_tokens: opts
-                    .max_tokens
-                    .unwrap_or(GenerateOptions::default().max_tokens)
-                    .max(1),
-                stop_at_eog: true,
-                sampling: opts
-                    .sampling()
-                    .or(m.recommended.clone())
-                    .or(random)
-                    .over(SamplerParams::chat()),
-                ..Default::default()
-            };
-            stop.set(false);
-            let stop_flag = stop.clone();
-            let out = generate_until(&mut m.session, &m.tokenizer, &prompt, &gen, |piece| {
-                let go_on = on_text
-                    .call1(&JsValue::NULL, &JsValue::from_str(piece))
-                    .map(|r| r.as_bool() != Some(false))
-                    .unwrap_or(true);
-                go_on && !stop_flag.get()
+            turn(&inner, &stop, &options, &on_text, |m| {
+                let template = m.template.as_ref().ok_or_else(|| {
+                    js_error(
+                        ErrorCode::TemplateError,
+                        "this model has no chat template (a base model?): use a completion",
+                    )
+                })?;
+                let messages: Vec<ChatMessage> = messages
+                    .into_iter()
+                    .map(|m| ChatMessage::new(m.role, m.content))
+                    .collect();
+                let text = template.render(&messages, true).map_err(engine_error)?;
+                m.tokenizer.encode(&text, false, true).map_err(engine_error)
             })
             .await
-            .map_err(engine_error)?;
-            let finish_reason = match out.stop {
-                StopReason::EndOfGeneration => FinishReason::Stop,
-                StopReason::MaxTokens | StopReason::ContextFull => FinishReason::Length,
-                StopReason::Stopped if stop.get() => FinishReason::Abort,
-                StopReason::Stopped => FinishReason::Stop,
-            };
-            let n_eog =
-                out.tokens
-                    .last()
-                    .is_some_and(|&t| m.tokenizer.is_end_of_generation(t)) as usize;
-            Ok(to_js(&ChatResult {
-                finish_reason,
-                prompt_tokens: prompt.len(),
-                prefilled_tokens: out.prefilled,
-                completion_tokens: out.tokens.len() - n_eog,
-                prefill_seconds: out.prefill_seconds,
-                decode_seconds: out.decode_seconds,
-                prefill_tokens_per_second: out.prefill_tokens_per_second(),
-                decode_tokens_per_second: out.decode_tokens_per_second(),
-                text: out.text,
-            }))
+        })
+    }
+
+    /// One completion: `prompt` continued as plain text (a base model's use; BOS added where
+    /// the model wants one), otherwise as [`Engine::chat`].
+    pub fn complete(&self, prompt: String, options: JsValue, on_text: Function) -> Promise {
+        let (inner, stop) = (self.inner.clone(), self.stop.clone());
+        future_to_promise(async move {
+            turn(&inner, &stop, &options, &on_text, |m| {
+                m.tokenizer
+                    .encode(&prompt, true, false)
+                    .map_err(engine_error)
+            })
+            .await
         })
     }
 
     /// `tandem bench`'s protocol on the loaded model ([`tandem_engine::bench`]): `options`
-    /// `{ prompts?, promptTokens?, genTokens?, profile?, profileTokens? }` (defaults 20, 512,
-    /// 128, false, 1, as the CLI's); resolves to the object `tandem bench --json` prints.
+    /// `{ prompts?, promptTokens?, genTokens?, profile?, profileTokens?, speculative?, draftMax? }`
+    /// (defaults 20, 512, 128, false, 1, MTP where the model has it, 4, as the CLI's); resolves
+    /// to the object `tandem bench --json` prints.
     /// The model's context must hold `promptTokens + genTokens + profileTokens` positions.
     pub fn bench(&self, options: JsValue) -> Promise {
         let inner = self.inner.clone();
@@ -428,6 +388,8 @@ impl Engine {
                 gen_tokens: o.gen_tokens,
                 profile: o.profile,
                 profile_tokens: o.profile_tokens,
+                draft_max: o.draft_max.max(1),
+                draft_adaptive: true,
             };
             let mut i = inner.try_borrow_mut().map_err(|_| {
                 js_error(
@@ -439,7 +401,9 @@ impl Engine {
                 .model
                 .as_mut()
                 .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
-            let r = tandem_engine::bench::run(&mut m.session, &opts, |_, _, _| {})
+            let mut mtp = Drafter::Mtp;
+            let drafter = uses_mtp(&m.session, o.speculative)?.then_some(&mut mtp);
+            let r = tandem_engine::bench::run(&mut m.session, drafter, &opts, |_, _, _| {})
                 .await
                 .map_err(engine_error)?;
             // The cache holds the bench's tokens, not a conversation: the next chat starts empty.
@@ -461,6 +425,107 @@ impl Engine {
             .model = None;
         Ok(())
     }
+}
+
+/// Whether to draft with the model's MTP layer: where it has one, unless `speculative` is off.
+fn uses_mtp(session: &Session, speculative: Option<Speculative>) -> Result<bool, JsValue> {
+    match speculative {
+        Some(Speculative::Mtp) if !session.has_mtp() => Err(js_error(
+            ErrorCode::InvalidArgument,
+            "this model has no MTP layer: leave speculative out or set it to \"off\"",
+        )),
+        Some(Speculative::Off) => Ok(false),
+        _ => Ok(session.has_mtp()),
+    }
+}
+
+/// A generation after the prompt `prompt_of` makes from the loaded model: the options
+/// parsed, the speculation chosen (MTP where the model has it, unless turned off), the text
+/// streamed to `on_text` until it returns `false` or `stop` is set.
+async fn turn(
+    inner: &RefCell<Inner>,
+    stop: &Cell<bool>,
+    options: &JsValue,
+    on_text: &Function,
+    prompt_of: impl FnOnce(&Loaded) -> Result<Vec<u32>, JsValue>,
+) -> Result<JsValue, JsValue> {
+    let opts: ChatOptions = if options.is_undefined() || options.is_null() {
+        ChatOptions::default()
+    } else {
+        from_js(options, "options")?
+    };
+    let mut i = inner.try_borrow_mut().map_err(|_| {
+        js_error(
+            ErrorCode::Busy,
+            "the engine is busy (one request at a time)",
+        )
+    })?;
+    let m = i
+        .model
+        .as_mut()
+        .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
+    let prompt = prompt_of(m)?;
+    let mtp = uses_mtp(&m.session, opts.speculative)?;
+    let random = Sampling {
+        seed: Some((js_sys::Math::random() * 9_007_199_254_740_991.0) as u64),
+        ..Default::default()
+    };
+    let defaults = GenerateOptions::default();
+    let gen = GenerateOptions {
+        max_tokens: opts.max_tokens.unwrap_or(defaults.max_tokens).max(1),
+        stop_at_eog: true,
+        sampling: opts
+            .sampling()
+            .or(m.recommended.clone())
+            .or(random)
+            .over(SamplerParams::chat()),
+        draft_max: opts.draft_max.unwrap_or(defaults.draft_max).max(1),
+        ..defaults
+    };
+    stop.set(false);
+    let mut drafter = Drafter::Mtp;
+    let out = generate_with(
+        &mut m.session,
+        mtp.then_some(&mut drafter),
+        &m.tokenizer,
+        &prompt,
+        &gen,
+        |piece| {
+            let go_on = on_text
+                .call1(&JsValue::NULL, &JsValue::from_str(piece))
+                .map(|r| r.as_bool() != Some(false))
+                .unwrap_or(true);
+            go_on && !stop.get()
+        },
+    )
+    .await
+    .map_err(engine_error)?;
+    let finish_reason = match out.stop {
+        StopReason::EndOfGeneration => FinishReason::Stop,
+        StopReason::MaxTokens | StopReason::ContextFull => FinishReason::Length,
+        StopReason::Stopped if stop.get() => FinishReason::Abort,
+        StopReason::Stopped => FinishReason::Stop,
+    };
+    let n_eog = out
+        .tokens
+        .last()
+        .is_some_and(|&t| m.tokenizer.is_end_of_generation(t)) as usize;
+    let spec = out.speculation.unwrap_or_default();
+    Ok(to_js(&ChatResult {
+        finish_reason,
+        prompt_tokens: prompt.len(),
+        prefilled_tokens: out.prefilled,
+        completion_tokens: out.tokens.len() - n_eog,
+        prefill_seconds: out.prefill_seconds,
+        decode_seconds: out.decode_seconds,
+        prefill_tokens_per_second: out.prefill_tokens_per_second(),
+        decode_tokens_per_second: out.decode_tokens_per_second(),
+        draft_tokens: spec.drafted,
+        accepted_tokens: spec.accepted,
+        acceptance_rate: spec.acceptance_rate(),
+        tokens_per_pass: spec.tokens_per_pass(),
+        text: out.text,
+    }))
 }
 
 /// The size of this module's linear memory: it only grows, so after a load it is the most the

@@ -92,6 +92,17 @@ pub struct ChatOptions {
     pub repeat_last_n: Option<u32>,
     /// A JS number (integers up to 2^53 are exact).
     pub seed: Option<f64>,
+    /// Default: MTP where the model has an MTP layer.
+    pub speculative: Option<Speculative>,
+    pub draft_max: Option<usize>,
+}
+
+/// Multi-token prediction for a turn: drafts from the model's MTP layer, verified in one pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speculative {
+    Mtp,
+    Off,
 }
 
 impl ChatOptions {
@@ -124,6 +135,16 @@ impl ChatOptions {
             "How many recent tokens the penalty looks at.",
         ),
         ("seed", "number", "Random seed (default: random)."),
+        (
+            "speculative",
+            "\"mtp\" | \"off\"",
+            "\"mtp\": draft tokens with the model's MTP layer and verify them in one pass (greedy output unchanged; the default where the model has one). \"off\": one token a pass.",
+        ),
+        (
+            "draft_max",
+            "number",
+            "Most draft tokens a step (default 4; the length adapts to the acceptance).",
+        ),
     ];
 
     /// The user's sampling choices.
@@ -195,7 +216,7 @@ impl FinishReason {
     ];
 }
 
-/// What `Engine.chat` resolves to.
+/// What `Engine.chat` and `Engine.complete` resolve to.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ChatResult {
     pub text: String,
@@ -207,6 +228,10 @@ pub struct ChatResult {
     pub decode_seconds: f64,
     pub prefill_tokens_per_second: f64,
     pub decode_tokens_per_second: f64,
+    pub draft_tokens: usize,
+    pub accepted_tokens: usize,
+    pub acceptance_rate: f64,
+    pub tokens_per_pass: f64,
 }
 
 impl ChatResult {
@@ -232,6 +257,26 @@ impl ChatResult {
         ("decode_seconds", "number", ""),
         ("prefill_tokens_per_second", "number", ""),
         ("decode_tokens_per_second", "number", ""),
+        (
+            "draft_tokens",
+            "number",
+            "Tokens the MTP layer drafted (0 without speculation).",
+        ),
+        (
+            "accepted_tokens",
+            "number",
+            "Of them, the tokens the model agreed with.",
+        ),
+        (
+            "acceptance_rate",
+            "number",
+            "accepted_tokens / draft_tokens.",
+        ),
+        (
+            "tokens_per_pass",
+            "number",
+            "Tokens each verification pass yielded (0 without speculation).",
+        ),
     ];
 }
 

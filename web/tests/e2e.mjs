@@ -2,7 +2,8 @@
 // the chat page loads the default model from a local URL (?model=), "What is the capital of
 // France?" is sent, and "Paris" appears in the transcript, streamed (several intermediate states).
 // Also measures load time and speed, and saves a screenshot (TANDEM_SCREENSHOT, default
-// /tmp/tandem-page.png). Run after `npm --prefix web run build`: node web/tests/e2e.mjs
+// /tmp/tandem-page.png). Then the MTP demo model (a base model): the page continues a text and
+// shows the drafts' acceptance. Run after `npm --prefix web run build`: node web/tests/e2e.mjs
 import assert from "node:assert/strict";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -68,6 +69,21 @@ try {
   const shot = process.env.TANDEM_SCREENSHOT || "/tmp/tandem-page.png";
   await page.screenshot({ path: shot, fullPage: true });
   console.log(`screenshot: ${shot}`);
+
+  // The MTP demo model: a base model with an MTP layer, so the page continues the text and shows
+  // what multi-token prediction did.
+  await page.goto(`${url}/index.html?model=${encodeURIComponent(`${url}/tests/fixtures/glm4moe-mtp-demo-q8_0.gguf`)}`);
+  await page.waitForFunction(() => document.body.dataset.modelReady || !document.getElementById("error").hidden, null, { timeout: 300_000 });
+  assert.equal(await page.$eval("#error", (e) => (e.hidden ? "" : e.textContent)), "", "no error on the page");
+  const info = await page.textContent("#model-info");
+  assert.match(info, /MTP layer/);
+  assert.match(info, /no chat template/);
+  await box.fill("The president said that the nation");
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.waitForFunction(() => /MTP: \d+% of \d+ drafts accepted/.test(document.getElementById("stats").textContent), null, { timeout: 300_000 });
+  const continued = await page.$$eval(".msg.assistant .content", (a) => a.at(-1).textContent);
+  assert.ok(continued.trim().length > 0, "the model continued the text");
+  console.log(`MTP demo: ${JSON.stringify(continued.slice(0, 80))}; ${await page.textContent("#stats")}`);
   ok = true;
 } finally {
   await browser.close();

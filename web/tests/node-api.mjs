@@ -1,6 +1,6 @@
 // The npm package's public API in Node, on Dawn's WebGPU (npm `webgpu`, SwiftShader here): load the
 // default model over HTTP, one streamed completion, one non-streamed, `engine.bench` on the tiny
-// fixture, and the error cases.
+// fixture, text completions with multi-token prediction on the MTP demo model, and the error cases.
 // Run after `npm --prefix web run build`: node web/tests/node-api.mjs
 import assert from "node:assert/strict";
 import { statSync } from "node:fs";
@@ -140,6 +140,36 @@ await step("engine.bench returns tandem bench's JSON (tiny-llama fixture)", asyn
     detail = "profile skipped: the adapter has no timestamp queries";
   }
   console.log(`     prefill ${r.prefill_tokens_per_second.median.toFixed(1)} tok/s, decode ${r.decode_tokens_per_second.median.toFixed(1)} tok/s, ${r.dispatches_per_token} dispatches per token; ${detail}`);
+});
+
+await step("completions with multi-token prediction: the MTP demo model, same greedy text as without, and the acceptance in usage", async () => {
+  const info = await engine.load(`${url}/tests/fixtures/glm4moe-mtp-demo-q8_0.gguf`);
+  assert.equal(info.mtp, true);
+  assert.equal(info.chatTemplate, false);
+  const req = { prompt: "The president said that the nation", max_tokens: 24, temperature: 0 };
+  const off = await engine.completions.create({ ...req, speculative: "off" });
+  const chunks = [];
+  for await (const c of await engine.completions.create({ ...req, stream: true })) chunks.push(c);
+  assert.ok(chunks.every((c) => c.object === "text_completion"));
+  const text = chunks.map((c) => c.choices[0].text).join("");
+  assert.equal(off.object, "text_completion");
+  assert.ok(off.choices[0].text.length > 0);
+  assert.equal(text, off.choices[0].text, "greedy text with MTP differs from the text without");
+  const x = chunks.at(-1).usage.extra;
+  assert.equal(off.usage.extra.draft_tokens, 0);
+  assert.ok(x.draft_tokens > 0 && x.accepted_tokens <= x.draft_tokens, JSON.stringify(x));
+  assert.ok(Math.abs(x.acceptance_rate - x.accepted_tokens / x.draft_tokens) < 1e-9);
+  assert.ok(x.tokens_per_pass >= 1, `tokens_per_pass ${x.tokens_per_pass}`);
+  await assert.rejects(engine.chat.completions.create({ messages: [{ role: "user", content: "hi" }] }), (e) => e instanceof TandemError && e.code === "template_error");
+  const b = await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 8 });
+  assert.ok(b.speculation.draft_tokens > 0 && b.speculation.tokens_per_pass >= 1, JSON.stringify(b.speculation));
+  assert.equal((await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 3, speculative: "off" })).speculation, undefined);
+  console.log(`     ${JSON.stringify(text)}; ${x.accepted_tokens} of ${x.draft_tokens} drafts accepted, ${x.tokens_per_pass.toFixed(2)} tokens a pass`);
+});
+
+await step("speculative \"mtp\" on a model without an MTP layer is invalid_argument", async () => {
+  await engine.load(`${url}/tests/fixtures/tiny-llama.gguf`);
+  await assert.rejects(engine.completions.create({ prompt: "a", max_tokens: 2, speculative: "mtp" }), (e) => e instanceof TandemError && e.code === "invalid_argument");
 });
 
 await step("a bad GGUF is a TandemError with code bad_gguf", async () => {

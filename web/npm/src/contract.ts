@@ -62,6 +62,10 @@ export interface ChatOptions {
   repeat_last_n?: number;
   /** Random seed (default: random). */
   seed?: number;
+  /** "mtp": draft tokens with the model's MTP layer and verify them in one pass (greedy output unchanged; the default where the model has one). "off": one token a pass. */
+  speculative?: "mtp" | "off";
+  /** Most draft tokens a step (default 4; the length adapts to the acceptance). */
+  draft_max?: number;
 }
 
 /** What a chat turn uses where its options leave something out: the model's recommended sampling (general.sampling.* in its GGUF) over the engine's chat defaults. */
@@ -91,6 +95,14 @@ export interface ChatResult {
   decode_seconds: number;
   prefill_tokens_per_second: number;
   decode_tokens_per_second: number;
+  /** Tokens the MTP layer drafted (0 without speculation). */
+  draft_tokens: number;
+  /** Of them, the tokens the model agreed with. */
+  accepted_tokens: number;
+  /** accepted_tokens / draft_tokens. */
+  acceptance_rate: number;
+  /** Tokens each verification pass yielded (0 without speculation). */
+  tokens_per_pass: number;
 }
 
 /** The engine's chat defaults, for a model that recommends no sampling (greedy: a small model's first token is often a near tie). */

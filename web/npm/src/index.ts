@@ -1,6 +1,7 @@
 /**
  * Tandem in the browser: `createEngine({ model, onProgress })`, then
- * `engine.chat.completions.create({ messages, stream: true })` in the OpenAI shape. The engine (the
+ * `engine.chat.completions.create({ messages, stream: true })` in the OpenAI shape (or
+ * `engine.completions.create({ prompt })` for a base model's plain text). The engine (the
  * same Rust engine and WGSL kernels as the native CLI, compiled to wasm) runs in a Web Worker.
  */
 import { TandemError, toTandemError } from "./errors.js";
@@ -13,6 +14,9 @@ import type {
   ChatCompletion,
   ChatCompletionChunk,
   ChatCompletionRequest,
+  Completion,
+  CompletionChunk,
+  CompletionRequest,
   CompletionUsage,
   EngineOptions,
   FinishReason,
@@ -129,11 +133,21 @@ export class Engine {
   readonly chat = {
     completions: {
       create: ((req: ChatCompletionRequest, opts?: { signal?: AbortSignal }) =>
-        this.create(req, opts?.signal ?? req.signal)) as {
+        this.create({ kind: "chat", req }, opts?.signal ?? req.signal)) as {
         (req: ChatCompletionRequest & { stream: true }, opts?: { signal?: AbortSignal }): Promise<AsyncIterable<ChatCompletionChunk>>;
         (req: ChatCompletionRequest & { stream?: false }, opts?: { signal?: AbortSignal }): Promise<ChatCompletion>;
         (req: ChatCompletionRequest, opts?: { signal?: AbortSignal }): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
       },
+    },
+  };
+
+  /** Text completions: the prompt continued as plain text (a base model, one without a chat template). */
+  readonly completions = {
+    create: ((req: CompletionRequest, opts?: { signal?: AbortSignal }) =>
+      this.create({ kind: "complete", req }, opts?.signal ?? req.signal)) as {
+      (req: CompletionRequest & { stream: true }, opts?: { signal?: AbortSignal }): Promise<AsyncIterable<CompletionChunk>>;
+      (req: CompletionRequest & { stream?: false }, opts?: { signal?: AbortSignal }): Promise<Completion>;
+      (req: CompletionRequest, opts?: { signal?: AbortSignal }): Promise<Completion | AsyncIterable<CompletionChunk>>;
     },
   };
 
@@ -194,15 +208,17 @@ export class Engine {
   }
 
   private async create(
-    req: ChatCompletionRequest,
+    job: { kind: "chat"; req: ChatCompletionRequest } | { kind: "complete"; req: CompletionRequest },
     signal?: AbortSignal,
-  ): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+  ): Promise<ChatCompletion | Completion | AsyncIterable<ChatCompletionChunk | CompletionChunk>> {
+    const req = job.req;
     if (!this.model) throw new TandemError("no_model", "no model is loaded");
     if (this.busy) throw new TandemError("busy", "one request at a time: wait for the running one or abort it");
-    if (!Array.isArray(req.messages) || req.messages.length === 0)
+    if (job.kind === "chat" && (!Array.isArray(job.req.messages) || job.req.messages.length === 0))
       throw new TandemError("invalid_argument", "messages must be a non-empty array");
+    if (job.kind === "complete" && typeof job.req.prompt !== "string") throw new TandemError("invalid_argument", "prompt must be a string");
     if (signal?.aborted) throw new TandemError("aborted", "the request was aborted");
-    const id = `chatcmpl-${Math.random().toString(36).slice(2, 14)}`;
+    const id = `${job.kind === "chat" ? "chatcmpl" : "cmpl"}-${Math.random().toString(36).slice(2, 14)}`;
     const created = Math.floor(Date.now() / 1000);
     const model = this.model.name;
     const stops = stopList(req.stop);
@@ -216,16 +232,19 @@ export class Engine {
       min_p: req.min_p,
       repeat_penalty: req.frequency_penalty === undefined ? undefined : 1 + req.frequency_penalty,
       seed: req.seed,
+      speculative: req.speculative,
+      draft_max: req.draft_max,
     };
-    const chunk = (delta: ChatCompletionChunk["choices"][0]["delta"], finish: FinishReason | null, usage?: CompletionUsage): ChatCompletionChunk => ({
-      id,
-      object: "chat.completion.chunk",
-      created,
-      model,
-      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
-      ...(usage ? { usage } : {}),
-    });
-    const queue = new Queue<ChatCompletionChunk>();
+    // A piece of the answer or its end (`finish`, with the usage) in the request's shape.
+    type Delta = ChatCompletionChunk["choices"][0]["delta"];
+    const chunk = (delta: Delta, finish: FinishReason | null, usage?: CompletionUsage): ChatCompletionChunk | CompletionChunk => {
+      const end = { finish_reason: finish, logprobs: null };
+      const rest = usage ? { usage } : {};
+      return job.kind === "chat"
+        ? { id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, ...end }], ...rest }
+        : { id, object: "text_completion", created, model, choices: [{ index: 0, text: delta.content ?? "", ...end }], ...rest };
+    };
+    const queue = new Queue<ChatCompletionChunk | CompletionChunk>();
     // Text is emitted as it comes, but the last `hold` characters wait until no stop string can
     // start in them.
     let text = "";
@@ -237,28 +256,34 @@ export class Engine {
       void this.stop();
     };
     signal?.addEventListener("abort", onAbort);
-    queue.push(chunk({ role: "assistant", content: "" }, null));
+    // Free before the stream's end reaches the caller, who may send the next request at once.
+    const release = () => {
+      this.busy = false;
+      signal?.removeEventListener("abort", onAbort);
+    };
+    if (job.kind === "chat") queue.push(chunk({ role: "assistant", content: "" }, null));
     this.busy = true;
-    const done = call<ChatResult>(
-      this.transport,
-      { type: "chat", messages: req.messages.map((m) => ({ role: m.role, content: String(m.content) })), options },
-      (r) => {
-        if (r.type !== "token" || stopped) return;
-        text += r.value;
-        const at = stops.map((s) => text.indexOf(s, Math.max(0, sent - hold))).filter((i) => i >= 0);
-        if (at.length) {
-          text = text.slice(0, Math.min(...at));
-          stopped = true;
-          void this.stop();
-        }
-        const upto = stopped ? text.length : text.length - hold;
-        if (upto > sent) {
-          queue.push(chunk({ content: text.slice(sent, upto) }, null));
-          sent = upto;
-        }
-      },
-    )
+    const request: WithoutId<Request> =
+      job.kind === "chat"
+        ? { type: "chat", messages: job.req.messages.map((m) => ({ role: m.role, content: String(m.content) })), options }
+        : { type: "complete", prompt: job.req.prompt, options };
+    const done = call<ChatResult>(this.transport, request, (r) => {
+      if (r.type !== "token" || stopped) return;
+      text += r.value;
+      const at = stops.map((s) => text.indexOf(s, Math.max(0, sent - hold))).filter((i) => i >= 0);
+      if (at.length) {
+        text = text.slice(0, Math.min(...at));
+        stopped = true;
+        void this.stop();
+      }
+      const upto = stopped ? text.length : text.length - hold;
+      if (upto > sent) {
+        queue.push(chunk({ content: text.slice(sent, upto) }, null));
+        sent = upto;
+      }
+    })
       .then((r) => {
+        release();
         if (!stopped && text.length > sent) queue.push(chunk({ content: text.slice(sent) }, null));
         const finish: FinishReason = aborted ? "abort" : stopped ? "stop" : r.finish_reason;
         const usage: CompletionUsage = {
@@ -271,6 +296,10 @@ export class Engine {
             prefill_seconds: r.prefill_seconds,
             decode_seconds: r.decode_seconds,
             prefilled_tokens: r.prefilled_tokens,
+            draft_tokens: r.draft_tokens,
+            accepted_tokens: r.accepted_tokens,
+            acceptance_rate: r.acceptance_rate,
+            tokens_per_pass: r.tokens_per_pass,
           },
         };
         if (aborted) {
@@ -282,12 +311,9 @@ export class Engine {
         return { finish, usage };
       })
       .catch((e) => {
+        release();
         queue.end(toTandemError(e));
         throw toTandemError(e);
-      })
-      .finally(() => {
-        this.busy = false;
-        signal?.removeEventListener("abort", onAbort);
       });
     if (req.stream) {
       done.catch(() => {});
@@ -295,14 +321,9 @@ export class Engine {
     }
     const { finish, usage } = await done;
     if (aborted) throw new TandemError("aborted", "the request was aborted");
-    return {
-      id,
-      object: "chat.completion",
-      created,
-      model,
-      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: finish, logprobs: null }],
-      usage,
-    };
+    return job.kind === "chat"
+      ? { id, object: "chat.completion", created, model, choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: finish, logprobs: null }], usage }
+      : { id, object: "text_completion", created, model, choices: [{ index: 0, text, finish_reason: finish, logprobs: null }], usage };
   }
 }
 

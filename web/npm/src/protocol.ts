@@ -6,6 +6,7 @@ export type Request =
   | { id: number; type: "init"; portable?: boolean; wasm?: unknown }
   | { id: number; type: "load"; model: string | Blob; cache?: boolean; context?: number }
   | { id: number; type: "chat"; messages: ChatMessage[]; options: ChatOptions }
+  | { id: number; type: "complete"; prompt: string; options: ChatOptions }
   | { id: number; type: "bench"; options: BenchOptions }
   | { id: number; type: "stop" }
   | { id: number; type: "unload" };

@@ -178,12 +178,14 @@ export async function handle(req: Request, post: Post): Promise<void> {
         post({ id, type: "result", value: { ...summary, source: src.source } });
         return;
       }
-      case "chat": {
+      case "chat":
+      case "complete": {
         const e = need();
-        const value = await e.chat(req.messages, req.options, (piece: string) => {
+        const onText = (piece: string) => {
           post({ id, type: "token", value: piece });
           return true;
-        });
+        };
+        const value = await (req.type === "chat" ? e.chat(req.messages, req.options, onText) : e.complete(req.prompt, req.options, onText));
         post({ id, type: "result", value });
         return;
       }

@@ -10,8 +10,8 @@ export interface ChatMessage {
   content: string;
 }
 
-export interface ChatCompletionRequest {
-  messages: ChatMessage[];
+/** What chat and text completions share. */
+export interface GenerationRequest {
   stream?: boolean;
   /**
    * Most tokens to generate. This and each sampling setting left out come from the model's
@@ -35,6 +35,23 @@ export interface ChatCompletionRequest {
   signal?: AbortSignal;
   /** Ignored (one model is loaded); kept for compatibility with OpenAI client code. */
   model?: string;
+  /**
+   * Tandem extension, multi-token prediction: "mtp" drafts tokens with the model's MTP layer and
+   * verifies them in one pass (greedy output unchanged; the default where the model has one),
+   * "off" runs one token a pass.
+   */
+  speculative?: "mtp" | "off";
+  /** Tandem extension: most draft tokens a step (default 4; the length adapts to the acceptance). */
+  draft_max?: number;
+}
+
+export interface ChatCompletionRequest extends GenerationRequest {
+  messages: ChatMessage[];
+}
+
+/** A text completion (OpenAI's legacy completions): the prompt continued as plain text, as a base model is used. */
+export interface CompletionRequest extends GenerationRequest {
+  prompt: string;
 }
 
 export interface CompletionUsage {
@@ -49,6 +66,13 @@ export interface CompletionUsage {
     decode_seconds: number;
     /** Prompt tokens actually run (the rest came from the cached prefix of the conversation). */
     prefilled_tokens: number;
+    /** Tokens the MTP layer drafted (0 without speculation). */
+    draft_tokens: number;
+    /** Of them, the tokens the model agreed with. */
+    accepted_tokens: number;
+    acceptance_rate: number;
+    /** Tokens each verification pass yielded (0 without speculation). */
+    tokens_per_pass: number;
   };
 }
 
@@ -77,6 +101,25 @@ export interface ChatCompletionChunk {
     finish_reason: FinishReason | null;
     logprobs: null;
   }[];
+  /** On the last chunk only. */
+  usage?: CompletionUsage;
+}
+
+export interface Completion {
+  id: string;
+  object: "text_completion";
+  created: number;
+  model: string;
+  choices: { index: number; text: string; finish_reason: FinishReason; logprobs: null }[];
+  usage: CompletionUsage;
+}
+
+export interface CompletionChunk {
+  id: string;
+  object: "text_completion";
+  created: number;
+  model: string;
+  choices: { index: number; text: string; finish_reason: FinishReason | null; logprobs: null }[];
   /** On the last chunk only. */
   usage?: CompletionUsage;
 }
@@ -115,6 +158,10 @@ export interface ModelInfo {
   context: number;
   pipelines: number;
   dispatchesPerToken: number;
+  /** Whether the model has an MTP layer (requests then speculate unless `speculative: "off"`). */
+  mtp: boolean;
+  /** Whether the model has a chat template; without one (a base model) use `engine.completions`. */
+  chatTemplate: boolean;
   weightBytes: number;
   loadSeconds: number;
   uploadSeconds: number;
@@ -160,6 +207,10 @@ export interface BenchOptions {
   profile?: boolean;
   /** Tokens of the profiled pass: 1 is a decode step, more a prompt chunk (default 1). */
   profileTokens?: number;
+  /** Multi-token prediction while decoding (default: "mtp" where the model has an MTP layer). */
+  speculative?: "mtp" | "off";
+  /** Most draft tokens a step (default 4; the length adapts to the acceptance). */
+  draftMax?: number;
 }
 
 /** Median, min and max over the prompts, in tokens per second. */
@@ -198,4 +249,6 @@ export interface BenchResult {
   streaming_read_ceiling: { bytes_per_second: number | null; buffer_bytes: number; kernel: "stream_read" } | null;
   /** Per kernel group; empty without `profile` or without timestamp queries. */
   kernels: Record<string, BenchKernel>;
+  /** With speculation only: what the drafts did over all prompts. */
+  speculation?: { draft_tokens: number; accepted_tokens: number; acceptance_rate: number; tokens_per_pass: number };
 }
