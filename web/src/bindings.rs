@@ -1,6 +1,6 @@
 //! The wasm-bindgen API (see lib.rs): `Engine` and `version()`.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, RefMut};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -391,16 +391,8 @@ impl Engine {
                 draft_max: o.draft_max.max(1),
                 draft_adaptive: true,
             };
-            let mut i = inner.try_borrow_mut().map_err(|_| {
-                js_error(
-                    ErrorCode::Busy,
-                    "the engine is busy (one request at a time)",
-                )
-            })?;
-            let m = i
-                .model
-                .as_mut()
-                .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
+            let mut m = loaded(&inner)?;
+            let m = &mut *m;
             let mut mtp = Drafter::Mtp;
             let drafter = uses_mtp(&m.session, o.speculative)?.then_some(&mut mtp);
             let r = tandem_engine::bench::run(&mut m.session, drafter, &opts, |_, _, _| {})
@@ -425,6 +417,18 @@ impl Engine {
             .model = None;
         Ok(())
     }
+}
+
+/// The loaded model, held for one request (the engine serves one at a time).
+fn loaded(inner: &RefCell<Inner>) -> Result<RefMut<'_, Loaded>, JsValue> {
+    let i = inner.try_borrow_mut().map_err(|_| {
+        js_error(
+            ErrorCode::Busy,
+            "the engine is busy (one request at a time)",
+        )
+    })?;
+    RefMut::filter_map(i, |i| i.model.as_mut())
+        .map_err(|_| js_error(ErrorCode::NoModel, "no model is loaded"))
 }
 
 /// Whether to draft with the model's MTP layer: where it has one, unless `speculative` is off.
@@ -454,16 +458,8 @@ async fn turn(
     } else {
         from_js(options, "options")?
     };
-    let mut i = inner.try_borrow_mut().map_err(|_| {
-        js_error(
-            ErrorCode::Busy,
-            "the engine is busy (one request at a time)",
-        )
-    })?;
-    let m = i
-        .model
-        .as_mut()
-        .ok_or_else(|| js_error(ErrorCode::NoModel, "no model is loaded"))?;
+    let mut m = loaded(inner)?;
+    let m = &mut *m;
     let prompt = prompt_of(m)?;
     let mtp = uses_mtp(&m.session, opts.speculative)?;
     let random = Sampling {
