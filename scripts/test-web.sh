@@ -3,7 +3,9 @@
 #   1. the engine's kernel and speculative-decoding tests as wasm-bindgen tests in headless
 #      Chromium (SwiftShader WebGPU),
 #   2. the npm package's API in Node on Dawn (npm `webgpu`),
-#   3. the chat page end to end in Chromium driven by playwright-core.
+#   3. the chat page end to end in Chromium driven by playwright-core,
+#   4. the cross-platform comparison (bench/cross/compare.mjs) on the tiny fixture, every kind of
+#      arm, and its JSON rendered again to the same table and plot.
 # Needs: chromium + chromium-driver (apt), the wasm32 target, wasm-bindgen-cli at the version in
 # Cargo.lock, node 20 + npm, and the default model (scripts/fetch-models.sh).
 set -euo pipefail
@@ -35,3 +37,17 @@ VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node web/tests/node-a
 
 echo "== chat page end to end (playwright-core + Chromium)"
 env -u VK_ICD_FILENAMES node web/tests/e2e.mjs
+
+echo "== the cross-platform comparison: native on lavapipe, the browser engine on SwiftShader"
+cargo build --release -q -p tandem-cli
+cross=$(mktemp -d)
+TANDEM_CROSS_NATIVE_ICD=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+  TANDEM_CROSS_BROWSER_ICD=/usr/lib/chromium/vk_swiftshader_icd.json \
+  node bench/cross/compare.mjs tests/fixtures/tiny-llama.gguf --tandem "${CARGO_TARGET_DIR:-target}/release/tandem" \
+  --prompts 2 -p 8 -n 4 --rounds 2 --portable --dawn enable-dawn-features=disable_robustness \
+  --timeout 300 --out "$cross" > "$cross/table.txt"
+node bench/cross/compare.mjs --render "$cross/cross-tiny-llama.json" --out "$cross/again" > "$cross/again.txt"
+diff <(grep -v "wrote " "$cross/table.txt") <(grep -v "wrote " "$cross/again.txt")
+cmp "$cross/cross-tiny-llama.svg" "$cross/again/cross-tiny-llama.svg"
+grep -q "browser disable_robustness/native" "$cross/table.txt"
+echo "comparison: 4 arms, rendered again identically"
