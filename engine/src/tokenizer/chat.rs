@@ -35,19 +35,21 @@ pub struct ChatTemplate {
 const NAME: &str = "chat_template";
 
 /// The instructions one render may run (minijinja's fuel): this many, plus
-/// [`TEMPLATE_STEPS_PER_MESSAGE`] a message. A template comes from the model file, so it is input:
-/// without a budget `{% for i in range(99999) %}{% for j in range(99999) %}` never ends, and a
-/// loop that nests a list in itself once per step (`{% set ns.x = [ns.x] %}`, 8 instructions)
-/// builds a value whose drop, recursive in minijinja, overflows the stack near 50,000 levels on an
-/// 8 MiB stack (fewer on a 2 MiB thread or in wasm). With a budget that grows with the
-/// conversation rather than with the template, a hostile template nests at most about as many
-/// levels as it has steps (a nested literal is one step a level), some thousands for an ordinary
-/// conversation.
+/// [`TEMPLATE_STEPS_PER_MESSAGE`] a message, at most [`MAX_TEMPLATE_STEPS`]. A template comes from
+/// the model file, so it is input: without a budget `{% for i in range(99999) %}{% for j in
+/// range(99999) %}` never ends.
 pub const TEMPLATE_STEPS_BASE: u64 = 10_000;
 
 /// The instructions one render may run per message, beyond [`TEMPLATE_STEPS_BASE`]. gemma3's
 /// template spends about 50 a message (the test `long_conversation_fits_the_budget`).
 pub const TEMPLATE_STEPS_PER_MESSAGE: u64 = 200;
+
+/// The most instructions one render may run, whatever the conversation's length. It also bounds
+/// how deep a hostile template can nest a value (a nested list literal is one instruction a
+/// level), which minijinja drops recursively: 100,000 levels take some tens of MiB of stack, so
+/// rendering runs on [`crate::platform::with_deep_stack`]'s 64 MiB stack, not on the caller's
+/// (a tokio worker's 2 MiB overflow near 5,000 levels in a debug build).
+pub const MAX_TEMPLATE_STEPS: u64 = 100_000;
 
 /// Most bytes a rendered conversation may have: far more than any context holds (a token is a few
 /// bytes), far less than a template could otherwise print (`{{ 'x' * 100000000 }}` in a loop).
@@ -113,10 +115,25 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         extra: Value,
     ) -> Result<String> {
+        crate::platform::with_deep_stack(|| {
+            self.render_here(messages, add_generation_prompt, extra)
+        })
+        .map_err(|e| {
+            Error::Template(format!("cannot start a thread to render the template: {e}"))
+        })?
+    }
+
+    fn render_here(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        extra: Value,
+    ) -> Result<String> {
         // Fuel is set on the environment; a clone shares the compiled template.
         let mut env = self.env.clone();
         let steps = TEMPLATE_STEPS_BASE
-            .saturating_add(TEMPLATE_STEPS_PER_MESSAGE.saturating_mul(messages.len() as u64));
+            .saturating_add(TEMPLATE_STEPS_PER_MESSAGE.saturating_mul(messages.len() as u64))
+            .min(MAX_TEMPLATE_STEPS);
         env.set_fuel(Some(steps));
         let tmpl = env.get_template(NAME).map_err(template_error)?;
         let base = minijinja::context! {
@@ -422,9 +439,14 @@ mod limit_tests {
         let src = "{% set ns = namespace(x=[]) %}{% for i in range(99999) %}{% set ns.x = [ns.x] %}{% endfor %}ok";
         let err = render(src, &[]).unwrap_err().to_string();
         assert!(err.contains("steps"), "{err}");
-        // The deepest such value the budget allows is built and dropped on a test thread's stack.
-        let within = src.replace("99999", &(TEMPLATE_STEPS_BASE / 8 - 10).to_string());
-        assert_eq!(render(&within, &[]).unwrap(), "ok");
+        // The deepest value the largest budget allows, a literal nested 50 deep a step, is built
+        // and dropped without overflowing the caller's stack (a test thread's 2 MiB).
+        let literal = format!("{}ns.x{}", "[".repeat(50), "]".repeat(50));
+        let within = src.replace("[ns.x]", &literal);
+        let err = render(&within, &conversation(1000))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ran more than 100000 steps"), "{err}");
     }
 
     #[test]
