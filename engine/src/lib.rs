@@ -7,6 +7,7 @@
 
 pub mod bench;
 pub mod error;
+pub mod fuzz;
 pub mod generate;
 pub mod gguf;
 pub mod gpu;

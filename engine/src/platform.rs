@@ -204,3 +204,31 @@ pub fn wgsl_has_packed_dot(_instance: &wgpu::Instance) -> bool {
         })
         .is_some_and(|v| v.is_truthy())
 }
+
+/// Stack of the thread [`with_deep_stack`] runs its work on. Address space is reserved, pages are
+/// committed only as the stack grows.
+#[cfg(not(target_arch = "wasm32"))]
+pub const DEEP_STACK_BYTES: usize = 64 << 20;
+
+/// Runs `work` where deep recursion cannot overflow the caller's stack: natively on a scoped
+/// thread with a [`DEEP_STACK_BYTES`] stack (a tokio worker has 2 MiB, a test thread 2 MiB); in
+/// the browser, where there are no threads, on the current stack. Chat templates use it: a
+/// hostile template can build values nested tens of thousands deep, which minijinja drops
+/// recursively. A panic in `work` is resumed in the caller; Err when no thread can be started.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn with_deep_stack<R: Send>(work: impl FnOnce() -> R + Send) -> std::io::Result<R> {
+    std::thread::scope(|s| {
+        let handle = std::thread::Builder::new()
+            .name("tandem-deep-stack".into())
+            .stack_size(DEEP_STACK_BYTES)
+            .spawn_scoped(s, work)?;
+        Ok(handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    })
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn with_deep_stack<R: Send>(work: impl FnOnce() -> R + Send) -> std::io::Result<R> {
+    Ok(work())
+}

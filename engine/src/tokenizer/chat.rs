@@ -34,6 +34,34 @@ pub struct ChatTemplate {
 
 const NAME: &str = "chat_template";
 
+/// The instructions one render may run (minijinja's fuel): this many, plus
+/// [`TEMPLATE_STEPS_PER_MESSAGE`] a message, at most [`MAX_TEMPLATE_STEPS`]. A template comes from
+/// the model file, so it is input: without a budget `{% for i in range(99999) %}{% for j in
+/// range(99999) %}` never ends.
+pub const TEMPLATE_STEPS_BASE: u64 = 10_000;
+
+/// The instructions one render may run per message, beyond [`TEMPLATE_STEPS_BASE`]. gemma3's
+/// template spends about 50 a message (the test `long_conversation_fits_the_budget`).
+pub const TEMPLATE_STEPS_PER_MESSAGE: u64 = 200;
+
+/// The most instructions one render may run, whatever the conversation's length. It also bounds
+/// how deep a hostile template can nest a value (a nested list literal is one instruction a
+/// level), which minijinja drops recursively: 100,000 levels take some tens of MiB of stack, so
+/// rendering runs on [`crate::platform::with_deep_stack`]'s 64 MiB stack, not on the caller's
+/// (a tokio worker's 2 MiB overflow near 5,000 levels in a debug build).
+pub const MAX_TEMPLATE_STEPS: u64 = 100_000;
+
+/// Most bytes a rendered conversation may have: far more than any context holds (a token is a few
+/// bytes), far less than a template could otherwise print (`{{ 'x' * 100000000 }}` in a loop).
+pub const MAX_RENDERED_BYTES: usize = 16 << 20;
+
+/// Deepest nesting `tojson` writes (Python's `json.dumps` stops near 1,000 at its recursion limit).
+const MAX_JSON_DEPTH: usize = 128;
+
+/// Largest `tojson(indent=...)`: enough for any layout, small enough that indentation cannot
+/// allocate gigabytes.
+const MAX_JSON_INDENT: usize = 64;
+
 fn template_error(e: minijinja::Error) -> Error {
     let mut msg = e.to_string();
     let mut src = std::error::Error::source(&e);
@@ -87,7 +115,27 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         extra: Value,
     ) -> Result<String> {
-        let tmpl = self.env.get_template(NAME).map_err(template_error)?;
+        crate::platform::with_deep_stack(|| {
+            self.render_here(messages, add_generation_prompt, extra)
+        })
+        .map_err(|e| {
+            Error::Template(format!("cannot start a thread to render the template: {e}"))
+        })?
+    }
+
+    fn render_here(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        extra: Value,
+    ) -> Result<String> {
+        // Fuel is set on the environment; a clone shares the compiled template.
+        let mut env = self.env.clone();
+        let steps = TEMPLATE_STEPS_BASE
+            .saturating_add(TEMPLATE_STEPS_PER_MESSAGE.saturating_mul(messages.len() as u64))
+            .min(MAX_TEMPLATE_STEPS);
+        env.set_fuel(Some(steps));
+        let tmpl = env.get_template(NAME).map_err(template_error)?;
         let base = minijinja::context! {
             messages => Value::from_serialize(messages),
             add_generation_prompt => add_generation_prompt,
@@ -99,7 +147,39 @@ impl ChatTemplate {
         } else {
             minijinja::context! { ..extra, ..base }
         };
-        tmpl.render(ctx).map_err(template_error)
+        let mut out = LimitedWriter(Vec::new());
+        tmpl.render_captured_to(ctx, &mut out).map_err(|e| {
+            if e.kind() == ErrorKind::OutOfFuel {
+                Error::Template(format!(
+                    "the chat template ran more than {steps} steps for {} messages; it loops too long",
+                    messages.len()
+                ))
+            } else {
+                template_error(e)
+            }
+        })?;
+        // The template writes only strings, so the bytes are UTF-8; lossy for safety.
+        Ok(String::from_utf8(out.0)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    }
+}
+
+/// The render's output, refusing to grow past [`MAX_RENDERED_BYTES`].
+struct LimitedWriter(Vec<u8>);
+
+impl std::io::Write for LimitedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len().saturating_add(buf.len()) > MAX_RENDERED_BYTES {
+            return Err(std::io::Error::other(format!(
+                "the rendered conversation exceeds {} MiB",
+                MAX_RENDERED_BYTES >> 20
+            )));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -111,6 +191,12 @@ fn raise_exception(msg: String) -> std::result::Result<Value, minijinja::Error> 
 /// what Hugging Face's `tojson` is (minijinja's own escapes `<`, `>`, `&` and `'`).
 fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, minijinja::Error> {
     let indent: Option<usize> = kwargs.get("indent")?;
+    if let Some(n) = indent.filter(|&n| n > MAX_JSON_INDENT) {
+        return Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("tojson: indent {n} is larger than {MAX_JSON_INDENT}"),
+        ));
+    }
     let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
     let _: Option<bool> = kwargs.get("ensure_ascii")?;
     let separators: Option<Vec<String>> = kwargs.get("separators")?;
@@ -144,6 +230,12 @@ fn py_json(
     depth: usize,
     out: &mut String,
 ) -> std::result::Result<(), minijinja::Error> {
+    if depth > MAX_JSON_DEPTH {
+        return Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("tojson: the value is nested more than {MAX_JSON_DEPTH} deep"),
+        ));
+    }
     let newline = |out: &mut String, depth: usize| {
         if let Some(n) = o.indent {
             out.push('\n');
@@ -314,5 +406,83 @@ mod date_tests {
             strftime("%A %B %e, %y %%", (2024, 7, 26)),
             "Friday July 26, 24 %"
         );
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    fn render(src: &str, messages: &[ChatMessage]) -> Result<String> {
+        ChatTemplate::with_date(src, "<s>", "</s>", (2024, 7, 26))?.render(messages, true)
+    }
+
+    fn conversation(n: usize) -> Vec<ChatMessage> {
+        (0..n)
+            .map(|i| {
+                let role = if i % 2 == 0 { "user" } else { "assistant" };
+                ChatMessage::new(role, format!("message {i}, a few words long."))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn endless_loops_run_out_of_steps() {
+        let src = "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}";
+        let err = render(src, &[]).unwrap_err().to_string();
+        assert!(err.contains("steps"), "{err}");
+    }
+
+    #[test]
+    fn self_nesting_stops_before_the_stack_does() {
+        // Each step wraps the list in a new one; 100,000 levels overflow the stack on drop.
+        let src = "{% set ns = namespace(x=[]) %}{% for i in range(99999) %}{% set ns.x = [ns.x] %}{% endfor %}ok";
+        let err = render(src, &[]).unwrap_err().to_string();
+        assert!(err.contains("steps"), "{err}");
+        // The deepest value the largest budget allows, a literal nested 50 deep a step, is built
+        // and dropped without overflowing the caller's stack (a test thread's 2 MiB).
+        let literal = format!("{}ns.x{}", "[".repeat(50), "]".repeat(50));
+        let within = src.replace("[ns.x]", &literal);
+        let err = render(&within, &conversation(1000))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ran more than 100000 steps"), "{err}");
+    }
+
+    #[test]
+    fn output_is_bounded() {
+        let src = "{% for i in range(20) %}{{ 'x' * 1000000 }}{% endfor %}";
+        let err = render(src, &[]).unwrap_err().to_string();
+        assert!(err.contains("exceeds 16 MiB"), "{err}");
+    }
+
+    #[test]
+    fn tojson_bounds_indent_and_depth() {
+        let msgs = conversation(2);
+        let err = render("{{ messages | tojson(indent=99999999999) }}", &msgs)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("indent 99999999999"), "{err}");
+        let deep = "{% set ns = namespace(x=[]) %}{% for i in range(200) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x | tojson }}";
+        let err = render(deep, &[]).unwrap_err().to_string();
+        assert!(err.contains("nested more than 128"), "{err}");
+        let ok = render("{{ messages | tojson(indent=4) }}", &msgs).unwrap();
+        assert!(ok.contains("\n    {\n        \"role\": \"user\""), "{ok}");
+    }
+
+    /// gemma3's template (tests/golden/tokenizer_gemma3.json) over 2,000 messages stays within
+    /// [`MAX_TEMPLATE_STEPS`].
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn long_conversation_fits_the_budget() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/golden/tokenizer_gemma3.json"
+        );
+        let golden: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let src = golden["chat_template"].as_str().unwrap();
+        let out = render(src, &conversation(2000)).unwrap();
+        assert!(out.contains("message 1999, a few words long."));
     }
 }

@@ -1,0 +1,5 @@
+//! Fuzz target `gguf`: the body is [`tandem_engine::fuzz::gguf`], shared with the regression test
+//! `tests/fuzz_corpus.rs`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tandem_engine::fuzz::gguf(data));
