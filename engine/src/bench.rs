@@ -220,16 +220,22 @@ pub async fn run(
     // Warm up: compile every pipeline and touch every buffer once.
     let warm = prompt(usize::MAX, opts.prompt_tokens.max(2), n_vocab);
     let len = DraftLen::new(opts.draft_max, opts.draft_adaptive);
-    generate(s, drafter.as_deref_mut(), &warm, 2, len, greedy).await?;
+    let warm_stats = &mut SpecStats::default();
+    generate(s, drafter.as_deref_mut(), &warm, 2, len, greedy, warm_stats).await?;
     let (mut prefill, mut decode) = (Vec::new(), Vec::new());
     let mut stats = SpecStats::default();
     for i in 0..opts.prompts {
         let p = prompt(i, opts.prompt_tokens, n_vocab);
-        let (t0, t1, st) =
-            generate(s, drafter.as_deref_mut(), &p, opts.gen_tokens, len, greedy).await?;
-        stats.drafted += st.drafted;
-        stats.accepted += st.accepted;
-        stats.passes += st.passes;
+        let (t0, t1) = generate(
+            s,
+            drafter.as_deref_mut(),
+            &p,
+            opts.gen_tokens,
+            len,
+            greedy,
+            &mut stats,
+        )
+        .await?;
         let t2 = now_seconds();
         prefill.push(opts.prompt_tokens as f64 / (t1 - t0));
         decode.push((opts.gen_tokens - 1) as f64 / (t2 - t1));
@@ -287,7 +293,8 @@ pub async fn run(
 }
 
 /// One request from an empty cache: `prompt`, then `n` tokens (the first from the prefill),
-/// greedily. Returns when it began, when the prefill ended and what the drafts did.
+/// greedily, adding what the drafts did to `stats`. Returns when it began and when the prefill
+/// ended.
 async fn generate(
     s: &mut Session,
     mut drafter: Option<&mut Drafter<'_>>,
@@ -295,19 +302,18 @@ async fn generate(
     n: usize,
     mut len: DraftLen,
     greedy: &mut Sampler,
-) -> Result<(f64, f64, SpecStats)> {
+    stats: &mut SpecStats,
+) -> Result<(f64, f64)> {
     s.truncate(0);
     let t0 = now_seconds();
     let (mut last, _) = speculative::prefill(s, drafter.as_deref(), prompt, greedy).await?;
     let t1 = now_seconds();
-    let mut stats = SpecStats::default();
     let mut made = 1;
     while made < n {
         match drafter.as_deref_mut() {
             Some(d) => {
                 let new =
-                    speculative::sized_step(s, d, last, n - made, &mut len, greedy, &mut stats)
-                        .await?;
+                    speculative::sized_step(s, d, last, n - made, &mut len, greedy, stats).await?;
                 made += new.len();
                 last = *new.last().expect("a step makes at least one token");
             }
@@ -317,5 +323,5 @@ async fn generate(
             }
         }
     }
-    Ok((t0, t1, stats))
+    Ok((t0, t1))
 }
