@@ -18,12 +18,17 @@
 //!   `common/x.wgsl` is replaced by the twin (same functions, subgroup operations inside). The
 //!   portable variant stays as it was. At least one include must have a twin, and only `_sg`
 //!   variants may include twins.
+//! - `// tandem:coop`: the kernel uses cooperative matrices (wgpu's native-only extension, with f16
+//!   operands): `enable f16;` and `enable wgpu_cooperative_matrix;` ([`ENABLE_COOP`]) open every
+//!   variant's source. Such kernels have a plain twin that every adapter runs; the engine takes
+//!   them only where `GpuFeatures::coop` says the adapter has the fragments they use.
 //! - `// tandem:kv32`: also build, for each variant `<v>` (before `_sg`), a variant `<v>_kv32` whose KV
 //!   cache holds f32: the helper `common/kv_f16.wgsl` (the f16 cache every other variant reads)
 //!   is replaced by its twin `common/kv_f16_kv32.wgsl` (same names, f32 chunks).
 //!
 //! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source) and
-//! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source.
+//! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source, and `ENABLE_COOP`, the lines that
+//! open every `tandem:coop` source.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,6 +52,9 @@ fn qtypes(wgsl: &Path) -> Vec<String> {
 
 /// The first line of every `_sg` variant (see `gpu::shaders::source_for`).
 const ENABLE_SUBGROUPS: &str = "enable subgroups;\n";
+
+/// The first lines of every `tandem:coop` kernel's variants.
+const ENABLE_COOP: &str = "enable f16;\nenable wgpu_cooperative_matrix;\n";
 
 /// The subgroup twin `common/x_sg.wgsl` of a helper `common/x.wgsl`, if there is one.
 fn sg_twin(file: &Path) -> Option<PathBuf> {
@@ -142,6 +150,7 @@ fn main() {
 
     let mut out = format!(
         "pub const ENABLE_SUBGROUPS: &str = {ENABLE_SUBGROUPS:?};\n\
+         pub const ENABLE_COOP: &str = {ENABLE_COOP:?};\n\
          pub const SHADERS: &[(&str, &str)] = &[\n"
     );
     for file in &files {
@@ -152,6 +161,7 @@ fn main() {
         let mut per_qtype: Option<Vec<String>> = None;
         let mut subgroups = false;
         let mut kv32 = false;
+        let mut coop = false;
         for line in text.lines() {
             let Some(d) = line.trim().strip_prefix("// tandem:") else {
                 continue;
@@ -174,6 +184,8 @@ fn main() {
                 subgroups = true;
             } else if d.trim() == "kv32" {
                 kv32 = true;
+            } else if d.trim() == "coop" {
+                coop = true;
             } else {
                 panic!("{}: unknown directive {d}", file.display());
             }
@@ -235,6 +247,9 @@ fn main() {
                 );
             }
             let mut parts = String::new();
+            if coop {
+                write!(parts, "{ENABLE_COOP:?}, ").unwrap();
+            }
             if sg {
                 write!(parts, "{ENABLE_SUBGROUPS:?}, ").unwrap();
             }

@@ -35,6 +35,10 @@ pub struct GpuFeatures {
     /// packed_4x8_integer_dot_product): the `_q8` matrix products (common/q8_stage.wgsl). naga
     /// always has it (a polyfill where the device lacks the instruction); browsers list it.
     pub int8_dot: bool,
+    /// Cooperative matrices (tensor cores) with 16x16x16 f16 x f16 -> f32 fragments, f16 and
+    /// 32-wide subgroups (a `tandem:coop` kernel's workgroup is four such subgroups): the prefill
+    /// matmul on matrix units (matmul_coop.wgsl). wgpu's native-only extension; no browser has it.
+    pub coop: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -43,6 +47,23 @@ pub struct GpuOptions {
     pub force_fallback: bool,
     /// Turn off f16 and subgroup kernels even where the adapter has them (to test the fallbacks).
     pub portable_only: bool,
+}
+
+/// Whether `adapter` can run the `tandem:coop` kernels ([`GpuFeatures::coop`]): wgpu's
+/// cooperative matrices with a 16x16x16 f16 x f16 -> f32 fragment, on subgroups exactly 32 wide.
+fn has_coop_fragments(adapter: &wgpu::Adapter) -> bool {
+    use wgpu::wgt::CooperativeScalarType as T;
+    let info = adapter.get_info();
+    adapter
+        .features()
+        .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        && info.subgroup_min_size == 32
+        && info.subgroup_max_size == 32
+        && adapter.cooperative_matrix_properties().iter().any(|c| {
+            (c.m_size, c.n_size, c.k_size) == (16, 16, 16)
+                && c.ab_type == T::F16
+                && c.cr_type == T::F32
+        })
 }
 
 /// A compute pipeline: the expanded WGSL variant and its override constants.
@@ -141,6 +162,10 @@ impl Gpu {
                 required |= wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
             }
         }
+        if features.f16 && features.subgroups && has_coop_fragments(&adapter) {
+            required |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            features.coop = true;
+        }
         let limits = adapter.limits();
         let want_subgroups = !opts.portable_only && !features.subgroups;
         let (device, queue) =
@@ -149,7 +174,14 @@ impl Gpu {
                     label: Some("tandem"),
                     required_features: required,
                     required_limits: limits.clone(),
-                    experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                    // SAFETY: the one experimental feature asked for is cooperative matrices,
+                    // used only by the `tandem:coop` kernels, whose tests run them against the
+                    // CPU reference on every adapter that has them.
+                    experimental_features: if features.coop {
+                        unsafe { wgpu::ExperimentalFeatures::enabled() }
+                    } else {
+                        wgpu::ExperimentalFeatures::disabled()
+                    },
                     memory_hints: wgpu::MemoryHints::Performance,
                     trace: wgpu::Trace::Off,
                 })
@@ -225,7 +257,7 @@ impl Gpu {
             "subgroups off".into()
         };
         format!(
-            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, {subgroups}, int8 dot {}",
+            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, {subgroups}, int8 dot {}, coop matrices {}",
             self.info.name,
             self.info.backend,
             self.info.device_type,
@@ -233,6 +265,7 @@ impl Gpu {
             self.limits.max_buffer_size >> 20,
             if self.features.f16 { "on" } else { "off" },
             if self.features.int8_dot { "on" } else { "off" },
+            if self.features.coop { "on" } else { "off" },
         )
     }
 

@@ -5,9 +5,10 @@
 //! SHADER_F16_IN_F32 downlevel flag, which every WebGPU implementation has (wgpu-types notes Mesa
 //! Vulkan drivers without shaderFloat16 lack it). The `_sg` variants (build.rs,
 //! `tandem:subgroups`) validate with the subgroup capability added, as naga takes them natively
-//! (`shaders::source_for`).
+//! (`shaders::source_for`); the `tandem:coop` kernels with f16, subgroups and cooperative matrices,
+//! the capabilities `GpuFeatures::coop` stands for.
 
-use super::shaders::{source_for, ENABLE_SUBGROUPS, SHADERS};
+use super::shaders::{source_for, ENABLE_COOP, ENABLE_SUBGROUPS, SHADERS};
 use crate::quant::TYPES;
 
 const NATIVE: wgpu::Backend = wgpu::Backend::Vulkan;
@@ -41,8 +42,10 @@ fn every_variant_validates_with_naga() {
         }
     }
     let mut n_sg = 0;
+    let mut n_coop = 0;
     for (name, full) in SHADERS {
         let sg = name.ends_with("_sg");
+        let coop = full.starts_with(ENABLE_COOP);
         let source = source_for(name, NATIVE).unwrap();
         let mut caps = portable_caps();
         if sg {
@@ -54,6 +57,11 @@ fn every_variant_validates_with_naga() {
                 "{name}: its portable variant {base} is built too"
             );
             caps |= naga::valid::Capabilities::SUBGROUP;
+        } else if coop {
+            n_coop += 1;
+            caps |= naga::valid::Capabilities::SUBGROUP
+                | naga::valid::Capabilities::SHADER_FLOAT16
+                | naga::valid::Capabilities::COOPERATIVE_MATRIX;
         } else {
             assert!(!full.contains("enable "), "{name}: portable");
         }
@@ -62,13 +70,14 @@ fn every_variant_validates_with_naga() {
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
             .validate(&module)
             .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
-        if sg {
-            // Subgroup operations need the capability: the portable set rejects the variant.
+        if sg || coop {
+            // Subgroup and cooperative-matrix operations need their capabilities: the portable
+            // set rejects the variant.
             assert!(
                 naga::valid::Validator::new(naga::valid::ValidationFlags::all(), portable_caps())
                     .validate(&module)
                     .is_err(),
-                "{name}: uses subgroup operations"
+                "{name}: uses subgroup or cooperative-matrix operations"
             );
         }
     }
@@ -76,6 +85,7 @@ fn every_variant_validates_with_naga() {
         n_sg >= 2 * qtypes.len(),
         "subgroup variants of matvec and matvec_glu"
     );
+    assert_eq!(n_coop, qtypes.len(), "matmul_coop for every weight type");
 }
 
 /// build.rs builds the per-qtype kernels for every `common/quant_<q>.wgsl` it finds: each is a
@@ -87,6 +97,9 @@ fn every_quant_helper_is_a_gpu_type() {
         let Some(q) = name.strip_prefix("matmul_") else {
             continue;
         };
+        if q.starts_with("coop_") {
+            continue;
+        }
         assert!(
             TYPES.iter().any(|t| t.gpu.is_some_and(|g| g.wgsl == q)),
             "wgsl/common/quant_{q}.wgsl has no GPU type in quant::TYPES"
@@ -105,6 +118,40 @@ fn every_quant_helper_is_a_gpu_type() {
             let unit = format!("const UNIT: u32 = {}u;", g.decode_unit);
             assert!(matvec.contains(&unit), "{}: matvec lacks `{unit}`", t.name);
         }
+    }
+}
+
+/// Every variant translates to SPIR-V, as wgpu's Vulkan backend asks naga to: the writer has
+/// limits its validator does not check (the cooperative-matrix loads' pointers, for one), and
+/// lavapipe, which runs the kernel tests here, lacks some capabilities (cooperative matrices).
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn every_variant_translates_to_spirv() {
+    let caps = naga::valid::Capabilities::all();
+    for (name, _) in SHADERS {
+        let source = source_for(name, NATIVE).unwrap();
+        let module = naga::front::wgsl::parse_str(source).unwrap();
+        let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+        // The overrides at their defaults, as a pipeline without constants would take them.
+        let (module, info) = naga::back::pipeline_constants::process_overrides(
+            &module,
+            &info,
+            Some((naga::ShaderStage::Compute, "main")),
+            &Default::default(),
+        )
+        .unwrap_or_else(|e| panic!("{name}: overrides: {e}"));
+        let options = naga::back::spv::Options {
+            lang_version: (1, 3),
+            ..Default::default()
+        };
+        let pipeline = naga::back::spv::PipelineOptions {
+            shader_stage: naga::ShaderStage::Compute,
+            entry_point: "main".into(),
+        };
+        naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline))
+            .unwrap_or_else(|e| panic!("{name}: SPIR-V: {e}"));
     }
 }
 

@@ -97,6 +97,14 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         constants: &[],
     },
     KernelBinds {
+        stem: "matmul_coop",
+        layout: MAT_LAYOUT,
+        // As the matmul's.
+        unused: &[6, 7],
+        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
+        constants: &[],
+    },
+    KernelBinds {
         stem: "matvec_glu",
         layout: MATVEC_GLU_LAYOUT,
         unused: &[],
@@ -167,9 +175,20 @@ fn check_cols(w: &GpuWeight) -> Result<()> {
     Ok(())
 }
 
+/// The matmul for passes of more than [`MATVEC_BATCH`] tokens: on the adapter's matrix units
+/// where it has them (matmul_coop.wgsl), else the register-blocked f32 tiles (matmul.wgsl). Both
+/// compute 64 x 64 tiles ([`MATMUL_TILE`]).
+fn matmul_kernel(gpu: &Gpu) -> &'static str {
+    if gpu.features.coop {
+        "matmul_coop"
+    } else {
+        "matmul"
+    }
+}
+
 /// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
 /// token, matvec_batch (each weight read once per 8 tokens) for 2 to [`MATVEC_BATCH`], the
-/// register-blocked matmul for more. One dispatch per weight chunk.
+/// matmul ([`matmul_kernel`]) for more. One dispatch per weight chunk.
 pub fn mat(
     gpu: &Gpu,
     w: &GpuWeight,
@@ -197,7 +216,7 @@ pub fn mat(
         let batch_shape = shape.for_batch(chunk.ty);
         let batch = shape.kernel("matvec_batch", chunk.ty)?;
         let batch = gpu.pipeline(&batch_shape.key(gpu, batch, MAT_LAYOUT)?)?;
-        let matmul = gpu.pipeline(&key(format!("matmul_{q}"), MAT_LAYOUT))?;
+        let matmul = gpu.pipeline(&key(format!("{}_{q}", matmul_kernel(gpu)), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
             n_cols: w.n_cols,

@@ -1,0 +1,173 @@
+// tandem:include common/bits.wgsl
+// tandem:include common/mat_io.wgsl
+// tandem:per-qtype
+// tandem:coop
+//
+// Y[t, y_offset + r] (+)= sum_k W[r, k] * X[t, k] (+ bias), as matmul.wgsl, on the adapter's
+// matrix units (tensor cores) through wgpu's cooperative matrices: f16 operands, f32
+// accumulation. Native only (no browser exposes cooperative matrices to WGSL yet); taken where
+// the adapter has 16x16x16 f16 x f16 -> f32 fragments and 32-wide subgroups (`GpuFeatures::coop`).
+// Work split: a workgroup computes a 64-token x 64-row tile of Y (grid [n_rows / 64, n / 64]);
+// its 4 subgroups of 32 threads each own a 32 x 32 quarter, 2 x 2 accumulator fragments. Each k
+// step of 32 columns stages the 64x32 activation tile (as f16, token-major: fragment A, row-major)
+// and the dequantized 64x32 weight tile (as f16, row-major in W, so column-major as fragment B =
+// W^T) in workgroup memory, each thread converting 16 of each; the next step's are loaded into
+// registers while this one is multiplied (2 x 2 x 2 fragment products a subgroup). Each result
+// fragment goes through the subgroup's 16x16 of workgroup memory so that the epilogue (bias,
+// accumulate, bounds) is the plain kernels' `store_out`. 14 KiB of workgroup memory in all.
+// X is rounded to f16 on the way in, as llama.cpp's cooperative-matrix kernels do.
+
+const TM: u32 = 64u;     // weight rows of the tile (Y's columns)
+const TN: u32 = 64u;     // tokens of the tile
+const TK: u32 = 32u;     // columns a k step
+const LDS: u32 = 40u;    // f16 stride of a staged row: TK + 8, 16-byte aligned rows
+
+var<workgroup> xs: array<f16, 2560>;   // [TN][LDS] activations
+var<workgroup> ws: array<f16, 2560>;   // [TM][LDS] weights
+var<workgroup> cs: array<f32, 1024>;   // [subgroup][16][16] a result fragment each
+
+@compute @workgroup_size(128)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+) {
+    let n_tok = step_rows(step, p.rows_mode);
+    let row0 = wg.x * TM;
+    let tok0 = wg.y * TN;
+    let bpr = p.n_cols / QK;
+    let cols4 = p.n_cols / 4u;
+    // This subgroup's quarter: tokens st .. st + 31, rows sr .. sr + 31 (tile-relative).
+    let st = (sg / 2u) * 32u;
+    let sr = (sg % 2u) * 32u;
+    // Staging: weight row wr, units wu and wu + 2 of 8 columns; activation token xt, vec4
+    // columns xc, xc + 2, xc + 4, xc + 6 (16 values each).
+    let wr = lid / 2u;
+    let wu = lid % 2u;
+    let w_ok = row0 + wr < p.n_rows;
+    let wb = (row0 + wr) * bpr;
+    let xt = lid / 2u;
+    let xc = lid % 2u;
+    let x_ok = tok0 + xt < n_tok;
+    let xo = (tok0 + xt) * cols4 + xc;
+
+    var a00 = coop_mat16x16<f32, C>();
+    var a01 = coop_mat16x16<f32, C>();
+    var a10 = coop_mat16x16<f32, C>();
+    var a11 = coop_mat16x16<f32, C>();
+
+    var wv = array<vec4<f32>, 4>();
+    var xv = array<vec4<f32>, 4>();
+    load_w(w_ok, wb, wu, 0u, &wv);
+    load_x(x_ok, xo, &xv);
+
+    for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
+        stage(wr, wu, xt, xc, wv, xv);
+        workgroupBarrier();
+
+        let kn = k0 + TK;
+        if (kn < p.n_cols) {
+            load_w(w_ok, wb, wu, kn, &wv);
+            load_x(x_ok, xo + kn / 4u, &xv);
+        }
+
+        for (var kk = 0u; kk < TK; kk += 16u) {
+            // naga's SPIR-V wants each pointer's index a value of its own.
+            let ia0 = st * LDS + kk;
+            let ia1 = ia0 + 16u * LDS;
+            let ib0 = sr * LDS + kk;
+            let ib1 = ib0 + 16u * LDS;
+            let x0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia0], LDS);
+            let x1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia1], LDS);
+            let w0 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib0], LDS);
+            let w1 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib1], LDS);
+            a00 = coopMultiplyAdd(x0, w0, a00);
+            a01 = coopMultiplyAdd(x0, w1, a01);
+            a10 = coopMultiplyAdd(x1, w0, a10);
+            a11 = coopMultiplyAdd(x1, w1, a11);
+        }
+        workgroupBarrier();
+    }
+
+    // naga's SPIR-V wants each pointer's index a value of its own.
+    let cb = sg * 256u;
+    coopStoreT(a00, &cs[cb], 16u);
+    workgroupBarrier();
+    emit(cb, lane, tok0 + st, row0 + sr, n_tok);
+    workgroupBarrier();
+    coopStoreT(a01, &cs[cb], 16u);
+    workgroupBarrier();
+    emit(cb, lane, tok0 + st, row0 + sr + 16u, n_tok);
+    workgroupBarrier();
+    coopStoreT(a10, &cs[cb], 16u);
+    workgroupBarrier();
+    emit(cb, lane, tok0 + st + 16u, row0 + sr, n_tok);
+    workgroupBarrier();
+    coopStoreT(a11, &cs[cb], 16u);
+    workgroupBarrier();
+    emit(cb, lane, tok0 + st + 16u, row0 + sr + 16u, n_tok);
+}
+
+// Writes the 16x16 fragment staged at cs[cb ..] (token-major) as tokens t0 .., rows r0 .. of Y:
+// lane l takes row r0 + l % 16 of tokens t0 + l / 16, + 2, .. (those inside the matrix and the
+// pass).
+fn emit(cb: u32, lane: u32, t0: u32, r0: u32, n_tok: u32) {
+    let c = lane % 16u;
+    if (r0 + c >= p.n_rows) {
+        return;
+    }
+    for (var t = lane / 16u; t < 16u; t += 2u) {
+        if (t0 + t < n_tok) {
+            store_out(t0 + t, r0 + c, cs[cb + t * 16u + c]);
+        }
+    }
+}
+
+// Loads weight row `wb`'s units wu and wu + 2 of the k step at column k (16 weights), zeros past
+// the matrix.
+fn load_w(ok: bool, wb: u32, wu: u32, k: u32, v: ptr<function, array<vec4<f32>, 4>>) {
+    if (!ok) {
+        *v = array<vec4<f32>, 4>();
+        return;
+    }
+    for (var i = 0u; i < 2u; i++) {
+        let c = k + (wu + 2u * i) * 8u;
+        let d = dequant8(wb + c / QK, (c % QK) / 8u);
+        (*v)[2u * i] = d[0];
+        (*v)[2u * i + 1u] = d[1];
+    }
+}
+
+// Loads vec4s xo, xo + 2, xo + 4, xo + 6 of the activations (zeros past the pass).
+fn load_x(ok: bool, xo: u32, v: ptr<function, array<vec4<f32>, 4>>) {
+    for (var i = 0u; i < 4u; i++) {
+        (*v)[i] = select(vec4<f32>(0.0), x[select(0u, xo + 2u * i, ok)], ok);
+    }
+}
+
+// Stores the registers' weights (row wr, columns 8 (wu + 2 i) ..) and activations (token xt,
+// columns 4 (xc + 2 i) ..) into the tiles as f16.
+fn stage(wr: u32, wu: u32, xt: u32, xc: u32, wv: array<vec4<f32>, 4>, xv: array<vec4<f32>, 4>) {
+    for (var i = 0u; i < 2u; i++) {
+        let o = wr * LDS + (wu + 2u * i) * 8u;
+        let lo = vec4<f16>(wv[2u * i]);
+        let hi = vec4<f16>(wv[2u * i + 1u]);
+        ws[o] = lo.x;
+        ws[o + 1u] = lo.y;
+        ws[o + 2u] = lo.z;
+        ws[o + 3u] = lo.w;
+        ws[o + 4u] = hi.x;
+        ws[o + 5u] = hi.y;
+        ws[o + 6u] = hi.z;
+        ws[o + 7u] = hi.w;
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let o = xt * LDS + (xc + 2u * i) * 4u;
+        let v = vec4<f16>(xv[i]);
+        xs[o] = v.x;
+        xs[o + 1u] = v.y;
+        xs[o + 2u] = v.z;
+        xs[o + 3u] = v.w;
+    }
+}
