@@ -2,6 +2,7 @@
 // tandem:include common/rope.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/kv_f16.wgsl
+// tandem:include common/attn_params.wgsl
 // tandem:kv32
 // tandem:subgroups
 //
@@ -36,26 +37,6 @@
 // two sums of squares go through row_sum4 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
 // and one barrier).
 // Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 4 KiB.
-
-struct Params {
-    n_head: u32,
-    n_kv_head: u32,
-    head_dim: u32,  // = HD
-    ctx: u32,
-    scale: f32,
-    window: u32,    // 0: no sliding window
-    softcap: f32,   // 0: none
-    q_stride: u32,  // floats between tokens in q (the QKV output's width)
-    // Decode prologue (rope_store.wgsl's parameters)
-    n_rot: u32,
-    mode: u32,      // RoPE mode: 0 normal, 1 NeoX
-    theta_base: f32,
-    freq_scale: f32,
-    eps: f32,       // q/k norm epsilon
-    flags: u32,     // bit 0: q/k RMSNorm; bit 1: the decode prologue (applies when n_tokens = 1)
-    _pad0: u32,
-    _pad1: u32,
-}
 
 override HD: u32 = 64u;                      // head size: a multiple of 4, at most 256
 const TK: u32 = 64u;                         // keys per tile

@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/mat_io.wgsl
+// tandem:include common/coop_stage.wgsl
 // tandem:per-qtype
 // tandem:coop
 //
@@ -7,26 +8,26 @@
 // matrix units (tensor cores) through wgpu's cooperative matrices: f16 operands, f32
 // accumulation. Native only (no browser exposes cooperative matrices to WGSL yet); taken where
 // the adapter has 16x16x16 f16 x f16 -> f32 fragments and 32-wide subgroups (`GpuFeatures::coop`).
-// Work split: a workgroup computes a 64-token x 64-row tile of Y (grid [n_rows / 64, n / 64]);
-// its 4 subgroups of 32 threads each own a 32 x 32 quarter, 2 x 2 accumulator fragments. Each k
-// step of 32 columns stages the 64x32 activation tile (as f16, token-major: fragment A, row-major)
-// and the dequantized 64x32 weight tile (as f16, row-major in W, so column-major as fragment B =
-// W^T) in workgroup memory, each thread converting 16 of each; the next step's are loaded into
-// registers while this one is multiplied (2 x 2 x 2 fragment products a subgroup). Each result
-// fragment goes through the subgroup's 16x16 of workgroup memory so that the epilogue (bias,
-// accumulate, bounds) is the plain kernels' `store_out`. 14 KiB of workgroup memory in all.
+// Work split: a workgroup computes a 128-token x 64-row tile of Y (grid [n_rows / 64, n / 128]);
+// its 8 subgroups of 32 threads each own 32 tokens x 32 rows, 2 x 2 accumulator fragments. Each
+// k step of 32 columns stages the 128x32 activation tile (as f16, token-major: fragment A,
+// row-major) and the dequantized 64x32 weight tile (as f16, row-major in W, so column-major as
+// fragment B = W^T) in workgroup memory, each thread converting 16 activations and dequantizing
+// one unit of 8 weights (each weight serves 128 tokens: dequantization was the limit at 64); the
+// next step's are loaded into registers while this one is multiplied (2 x 2 x 2 fragment
+// products a subgroup). Each result fragment goes through the subgroup's 16x16 of workgroup
+// memory so that the epilogue (bias, accumulate, bounds) is the plain kernels' `store_out`.
+// 23 KiB of workgroup memory in all. The staging: common/coop_stage.wgsl.
 // X is rounded to f16 on the way in, as llama.cpp's cooperative-matrix kernels do.
 
 const TM: u32 = 64u;     // weight rows of the tile (Y's columns)
-const TN: u32 = 64u;     // tokens of the tile
-const TK: u32 = 32u;     // columns a k step
-const LDS: u32 = 40u;    // f16 stride of a staged row: TK + 8, 16-byte aligned rows
+const TN: u32 = 128u;    // tokens of the tile
 
-var<workgroup> xs: array<f16, 2560>;   // [TN][LDS] activations
+var<workgroup> xs: array<f16, 5120>;   // [TN][LDS] activations
 var<workgroup> ws: array<f16, 2560>;   // [TM][LDS] weights
-var<workgroup> cs: array<f32, 1024>;   // [subgroup][16][16] a result fragment each
+var<workgroup> cs: array<f32, 2048>;   // [subgroup][16][16] a result fragment each
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
@@ -38,13 +39,13 @@ fn main(
     let tok0 = wg.y * TN;
     let bpr = p.n_cols / QK;
     let cols4 = p.n_cols / 4u;
-    // This subgroup's quarter: tokens st .. st + 31, rows sr .. sr + 31 (tile-relative).
+    // This subgroup's part: tokens st .. st + 31, rows sr .. sr + 31 (tile-relative).
     let st = (sg / 2u) * 32u;
     let sr = (sg % 2u) * 32u;
-    // Staging: weight row wr, units wu and wu + 2 of 8 columns; activation token xt, vec4
-    // columns xc, xc + 2, xc + 4, xc + 6 (16 values each).
-    let wr = lid / 2u;
-    let wu = lid % 2u;
+    // Staging: weight row wr, unit wu of 8 columns; activation token xt, vec4 columns xc,
+    // xc + 2, xc + 4, xc + 6.
+    let wr = lid / 4u;
+    let wu = lid % 4u;
     let w_ok = row0 + wr < p.n_rows;
     let wb = (row0 + wr) * bpr;
     let xt = lid / 2u;
@@ -57,19 +58,18 @@ fn main(
     var a10 = coop_mat16x16<f32, C>();
     var a11 = coop_mat16x16<f32, C>();
 
-    var wv = array<vec4<f32>, 4>();
-    var xv = array<vec4<f32>, 4>();
-    load_w(w_ok, wb, wu, 0u, &wv);
-    load_x(x_ok, xo, &xv);
+    var wv = coop_load_w8(w_ok, wb, wu, 0u);
+    var xv = load_x(x_ok, xo);
 
     for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
-        stage(wr, wu, xt, xc, wv, xv);
+        coop_stage_w8(wr, wu, wv);
+        coop_stage_x16(xt, xc, xv);
         workgroupBarrier();
 
         let kn = k0 + TK;
         if (kn < p.n_cols) {
-            load_w(w_ok, wb, wu, kn, &wv);
-            load_x(x_ok, xo + kn / 4u, &xv);
+            wv = coop_load_w8(w_ok, wb, wu, kn);
+            xv = load_x(x_ok, xo + kn / 4u);
         }
 
         for (var kk = 0u; kk < TK; kk += 16u) {
@@ -124,50 +124,11 @@ fn emit(cb: u32, lane: u32, t0: u32, r0: u32, n_tok: u32) {
     }
 }
 
-// Loads weight row `wb`'s units wu and wu + 2 of the k step at column k (16 weights), zeros past
-// the matrix.
-fn load_w(ok: bool, wb: u32, wu: u32, k: u32, v: ptr<function, array<vec4<f32>, 4>>) {
-    if (!ok) {
-        *v = array<vec4<f32>, 4>();
-        return;
-    }
-    for (var i = 0u; i < 2u; i++) {
-        let c = k + (wu + 2u * i) * 8u;
-        let d = dequant8(wb + c / QK, (c % QK) / 8u);
-        (*v)[2u * i] = d[0];
-        (*v)[2u * i + 1u] = d[1];
-    }
-}
-
-// Loads vec4s xo, xo + 2, xo + 4, xo + 6 of the activations (zeros past the pass).
-fn load_x(ok: bool, xo: u32, v: ptr<function, array<vec4<f32>, 4>>) {
+// Vec4s xo, xo + 2, xo + 4, xo + 6 of the activations (zeros past the pass).
+fn load_x(ok: bool, xo: u32) -> array<vec4<f32>, 4> {
+    var v = array<vec4<f32>, 4>();
     for (var i = 0u; i < 4u; i++) {
-        (*v)[i] = select(vec4<f32>(0.0), x[select(0u, xo + 2u * i, ok)], ok);
+        v[i] = select(vec4<f32>(0.0), x[select(0u, xo + 2u * i, ok)], ok);
     }
-}
-
-// Stores the registers' weights (row wr, columns 8 (wu + 2 i) ..) and activations (token xt,
-// columns 4 (xc + 2 i) ..) into the tiles as f16.
-fn stage(wr: u32, wu: u32, xt: u32, xc: u32, wv: array<vec4<f32>, 4>, xv: array<vec4<f32>, 4>) {
-    for (var i = 0u; i < 2u; i++) {
-        let o = wr * LDS + (wu + 2u * i) * 8u;
-        let lo = vec4<f16>(wv[2u * i]);
-        let hi = vec4<f16>(wv[2u * i + 1u]);
-        ws[o] = lo.x;
-        ws[o + 1u] = lo.y;
-        ws[o + 2u] = lo.z;
-        ws[o + 3u] = lo.w;
-        ws[o + 4u] = hi.x;
-        ws[o + 5u] = hi.y;
-        ws[o + 6u] = hi.z;
-        ws[o + 7u] = hi.w;
-    }
-    for (var i = 0u; i < 4u; i++) {
-        let o = xt * LDS + (xc + 2u * i) * 4u;
-        let v = vec4<f16>(xv[i]);
-        xs[o] = v.x;
-        xs[o + 1u] = v.y;
-        xs[o + 2u] = v.z;
-        xs[o + 3u] = v.w;
-    }
+    return v;
 }

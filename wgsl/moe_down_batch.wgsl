@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/gemm_tile.wgsl
+// tandem:include common/moe_down_batch_io.wgsl
 // tandem:per-qtype
 //
 // o[s, r] = weight_s * (D_e[r, :] . h[s, :]) for every route slot s = t * k + j of a batched pass,
@@ -17,24 +18,6 @@
 const TM: u32 = 64u;
 const TN: u32 = 64u;
 const TK: u32 = 32u;
-
-struct Params {
-    n_rows: u32,    // n_embd
-    n_cols: u32,    // n_ff, a multiple of 32
-    k: u32,
-    e0: u32,
-    n_exp: u32,
-    n_expert: u32,  // all experts of the layer (the lists' header)
-    _pad0: u32,
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<storage, read> w: array<u32>;              // [n_exp, n_rows, n_cols / QK] blocks
-@group(0) @binding(1) var<storage, read> h: array<vec4<f32>>;        // [n_tokens * k, n_cols]
-@group(0) @binding(2) var<storage, read_write> o: array<f32>;        // [n_tokens * k, n_rows]
-@group(0) @binding(3) var<storage, read> lists: array<u32>;          // moe_sort.wgsl's output
-@group(0) @binding(4) var<storage, read> route: array<u32>;          // [n_tokens * k, 2]
-@group(0) @binding(5) var<uniform> p: Params;
 
 var<workgroup> ws: array<vec4<f32>, 512>;  // [TK][TM / 4], swizzled
 var<workgroup> xs: array<vec4<f32>, 512>;  // [TK][TN / 4], swizzled; its first vec4 also passes

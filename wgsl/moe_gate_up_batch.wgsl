@@ -1,6 +1,7 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/gemm_tile.wgsl
 // tandem:include common/act.wgsl
+// tandem:include common/moe_gate_up_batch_io.wgsl
 // tandem:per-qtype
 //
 // h[s, r] = act(G_e[r, :] . x[t, :]) * (U_e[r, :] . x[t, :]) for every route slot s = t * k + j
@@ -20,23 +21,6 @@
 const TM: u32 = 32u;
 const TN: u32 = 64u;
 const TK: u32 = 32u;
-
-struct Params {
-    n_ff: u32,
-    n_cols: u32,    // n_embd, a multiple of 32
-    k: u32,
-    e0: u32,
-    n_exp: u32,
-    act: u32,
-    n_expert: u32,  // all experts of the layer (the lists' header)
-    _pad: u32,
-}
-
-@group(0) @binding(0) var<storage, read> w: array<u32>;              // [n_exp, 2, n_ff, n_cols / QK] blocks
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;        // [n_tokens, n_cols]
-@group(0) @binding(2) var<storage, read_write> h: array<f32>;        // [n_tokens * k, n_ff]
-@group(0) @binding(3) var<storage, read> lists: array<u32>;          // moe_sort.wgsl's output
-@group(0) @binding(4) var<uniform> p: Params;
 
 var<workgroup> ws: array<vec4<f32>, 512>;  // [TK][16]: (gate 2i, gate 2i + 1, up 2i, up 2i + 1)
 var<workgroup> xs: array<vec4<f32>, 512>;  // [TK][TN / 4], swizzled; its first vec4 also passes

@@ -25,6 +25,7 @@ fn every_variant_validates_with_naga() {
             "matvec",
             "matvec_sg",
             "matmul",
+            "matmul_coop",
             "matvec_batch",
             "matvec_batch_sg",
             "matvec_glu",
@@ -42,7 +43,6 @@ fn every_variant_validates_with_naga() {
         }
     }
     let mut n_sg = 0;
-    let mut n_coop = 0;
     for (name, full) in SHADERS {
         let sg = name.ends_with("_sg");
         let coop = full.starts_with(ENABLE_COOP);
@@ -58,7 +58,6 @@ fn every_variant_validates_with_naga() {
             );
             caps |= naga::valid::Capabilities::SUBGROUP;
         } else if coop {
-            n_coop += 1;
             caps |= naga::valid::Capabilities::SUBGROUP
                 | naga::valid::Capabilities::SHADER_FLOAT16
                 | naga::valid::Capabilities::COOPERATIVE_MATRIX;
@@ -85,7 +84,6 @@ fn every_variant_validates_with_naga() {
         n_sg >= 2 * qtypes.len(),
         "subgroup variants of matvec and matvec_glu"
     );
-    assert_eq!(n_coop, qtypes.len(), "matmul_coop for every weight type");
 }
 
 /// build.rs builds the per-qtype kernels for every `common/quant_<q>.wgsl` it finds: each is a
@@ -173,8 +171,12 @@ fn naga_still_rejects_enable_subgroups() {
 fn every_variant_stays_within_browser_limits() {
     // WebGPU's defaults in browsers here: 10 storage buffers per stage, 256 invocations, 16 KiB
     // of workgroup memory (every workgroup variable declared, override-sized ones at their
-    // defaults: a bound on what an entry point uses).
-    for (name, _) in SHADERS {
+    // defaults: a bound on what an entry point uses). The `tandem:coop` kernels never run in a
+    // browser (no browser has cooperative matrices) and take more.
+    for (name, full) in SHADERS {
+        if full.starts_with(ENABLE_COOP) {
+            continue;
+        }
         let source = source_for(name, NATIVE).unwrap();
         let storage = source.matches("var<storage").count();
         assert!(storage <= 10, "{name}: {storage} storage buffers");

@@ -112,6 +112,14 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         constants: &[("WG", ATTN_WG), ("TK", ATTN_TILE)],
     },
     KernelBinds {
+        stem: "attention_coop",
+        layout: ATTN_LAYOUT,
+        // No split parts, no decode prologue.
+        unused: &[4, 5, 6],
+        uniforms: &[(7, size_of::<AttnParams>()), (8, size_of::<StepUniform>())],
+        constants: &[("BK", ATTN_TILE)],
+    },
+    KernelBinds {
         stem: "attention_combine",
         layout: IN_OUT_LAYOUT,
         unused: &[],
@@ -145,10 +153,20 @@ pub struct DecodeRope<'a> {
     pub qk_norm: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer, f32)>,
 }
 
+/// Whether passes of more than [`MAX_SPLIT_TOKENS`] take attention_coop.wgsl, on the matrix
+/// units: where the adapter has them, with the f16 cache, which that kernel reads as fragments of
+/// 16 dimensions (heads a multiple of 16) and of whole 64-key tiles (the cache too).
+pub(crate) fn coop_fits(gpu: &Gpu, heads: &Heads, kv: KvType) -> bool {
+    gpu.features.coop
+        && kv == KvType::F16
+        && heads.head_dim.is_multiple_of(16)
+        && heads.ctx.is_multiple_of(ATTN_TILE)
+}
+
 /// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
 /// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`: the split
 /// attention kernel and, when a pass splits, the combine kernel (`partial` holds
-/// [`attention_partial_len`] floats). With `opts.decode_rope`, a pass of one token reads q, k and
+/// [`attention_partial_len`] floats); long passes on the matrix units where [`coop_fits`]. With `opts.decode_rope`, a pass of one token reads q, k and
 /// v raw from `q` and stores k and v itself (no rope_store before it).
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
@@ -179,6 +197,15 @@ pub fn attention(
         constants: vec![hd],
         layout: ATTN_LAYOUT,
     })?;
+    let coop = if coop_fits(gpu, &heads, opts.kv) {
+        Some(gpu.pipeline(&PipelineKey {
+            shader: "attention_coop".into(),
+            constants: vec![hd],
+            layout: ATTN_LAYOUT,
+        })?)
+    } else {
+        None
+    };
     let combine = gpu.pipeline(&PipelineKey {
         shader: "attention_combine".into(),
         constants: vec![hd, ("MAX_SPLITS", MAX_ATTN_SPLITS)],
@@ -228,16 +255,22 @@ pub fn attention(
     let kv_bytes =
         k_cache.size() as f64 / (heads.ctx as f64 * (heads.n_kv_head * heads.head_dim) as f64);
     let window = opts.window;
+    let has_coop = coop.is_some();
     let partial_floats = (heads.n_head * (heads.head_dim + 4)) as u64;
     Ok([
         Dispatch {
             label: "attention".into(),
-            pipelines: vec![pipeline],
+            grid: Box::new(move |s| {
+                if has_coop && s.n_tokens > MAX_SPLIT_TOKENS {
+                    return Some((1, [n_head, s.n_tokens.div_ceil(16), 1]));
+                }
+                Some((0, [n_head, s.n_tokens, attention_splits(s)]))
+            }),
+            pipelines: [pipeline].into_iter().chain(coop).collect(),
             bind_group: gpu.bind_group(
                 ATTN_LAYOUT,
                 &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step],
             ),
-            grid: Box::new(move |s| Some((0, [n_head, s.n_tokens, attention_splits(s)]))),
             cost: Box::new(move |s| attention_cost(&heads, kv_bytes, window, s)),
         },
         Dispatch {

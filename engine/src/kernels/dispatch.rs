@@ -157,6 +157,30 @@ impl Dispatch {
         self
     }
 
+    /// This dispatch with a second kernel, `key`'s where given, for passes of more than
+    /// [`MATVEC_BATCH`](super::mat::MATVEC_BATCH) tokens (prompt chunks): the same bind group and
+    /// grid (the matrix-unit twins of the batched expert products).
+    pub(crate) fn long_passes(mut self, gpu: &Gpu, key: Option<&PipelineKey>) -> Result<Dispatch> {
+        let Some(key) = key else {
+            return Ok(self);
+        };
+        self.pipelines.push(gpu.pipeline(key)?);
+        let long = self.pipelines.len() - 1;
+        let grid = std::mem::replace(&mut self.grid, Box::new(|_| None));
+        self.grid = Box::new(move |s| {
+            let (i, g) = grid(s)?;
+            Some((
+                if s.n_tokens > super::mat::MATVEC_BATCH {
+                    long
+                } else {
+                    i
+                },
+                g,
+            ))
+        });
+        Ok(self)
+    }
+
     /// The usual dispatch: one pipeline, `key`'s kernel, bound to `buffers` (in the order of
     /// `key.layout`) and launched as `grid(s)` workgroups on the passes `when` admits.
     pub(crate) fn one(

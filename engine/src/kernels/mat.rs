@@ -33,7 +33,8 @@ pub struct WeightChunk {
     pub n_rows: u32,
 }
 
-/// Rows and tokens of a matmul workgroup's tile (`TM`, `TN` in matmul.wgsl).
+/// Rows and tokens of a matmul workgroup's tile (`TM`, `TN` in matmul.wgsl; matmul_coop.wgsl's
+/// tile has the rows and twice the tokens).
 const MATMUL_TILE: u32 = 64;
 
 /// Tokens a matvec_batch workgroup takes (`BATCH` in matvec_batch.wgsl): it reads each weight
@@ -175,14 +176,14 @@ fn check_cols(w: &GpuWeight) -> Result<()> {
     Ok(())
 }
 
-/// The matmul for passes of more than [`MATVEC_BATCH`] tokens: on the adapter's matrix units
-/// where it has them (matmul_coop.wgsl), else the register-blocked f32 tiles (matmul.wgsl). Both
-/// compute 64 x 64 tiles ([`MATMUL_TILE`]).
-fn matmul_kernel(gpu: &Gpu) -> &'static str {
+/// The matmul for passes of more than [`MATVEC_BATCH`] tokens and the tokens of its tile: on the
+/// adapter's matrix units where it has them (matmul_coop.wgsl), else the register-blocked f32
+/// tiles (matmul.wgsl). Both tiles have [`MATMUL_TILE`] rows.
+fn matmul_kernel(gpu: &Gpu) -> (&'static str, u32) {
     if gpu.features.coop {
-        "matmul_coop"
+        ("matmul_coop", 2 * MATMUL_TILE)
     } else {
-        "matmul"
+        ("matmul", MATMUL_TILE)
     }
 }
 
@@ -216,7 +217,8 @@ pub fn mat(
         let batch_shape = shape.for_batch(chunk.ty);
         let batch = shape.kernel("matvec_batch", chunk.ty)?;
         let batch = gpu.pipeline(&batch_shape.key(gpu, batch, MAT_LAYOUT)?)?;
-        let matmul = gpu.pipeline(&key(format!("{}_{q}", matmul_kernel(gpu)), MAT_LAYOUT))?;
+        let (matmul, matmul_tokens) = matmul_kernel(gpu);
+        let matmul = gpu.pipeline(&key(format!("{matmul}_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
             n_cols: w.n_cols,
@@ -263,7 +265,7 @@ pub fn mat(
                     }
                     n => Some((
                         2,
-                        [n_rows.div_ceil(MATMUL_TILE), n.div_ceil(MATMUL_TILE), 1],
+                        [n_rows.div_ceil(MATMUL_TILE), n.div_ceil(matmul_tokens), 1],
                     )),
                 }
             }),

@@ -250,7 +250,8 @@ struct GateUpBatchParams {
 }
 
 /// Batched passes: `h[t k + j, :] = act(G_e x[t]) * (U_e x[t])` for every route, by expert
-/// (`lists` from [`sort`]). `x` is already normalised. One dispatch per chunk.
+/// (`lists` from [`sort`]). `x` is already normalised. One dispatch per chunk; prompt chunks on
+/// the matrix units where the adapter has them.
 #[allow(clippy::too_many_arguments)]
 pub fn gate_up_batch(
     gpu: &Gpu,
@@ -287,6 +288,13 @@ pub fn gate_up_batch(
                 &[&c.buffer, x, h, lists, &pbuf],
                 When::Batch,
                 move |_| [n_ff.div_ceil(32), n_exp, 1],
+            )?
+            .long_passes(
+                gpu,
+                gpu.features
+                    .coop
+                    .then(|| key(format!("moe_gate_up_batch_coop_{q}"), GATE_UP_BATCH_LAYOUT))
+                    .as_ref(),
             )?
             .costs(move |s| {
                 // Each token's x once, the token lists.
@@ -352,6 +360,20 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         constants: &[],
     },
     KernelBinds {
+        stem: "moe_gate_up_batch_coop",
+        layout: GATE_UP_BATCH_LAYOUT,
+        unused: &[],
+        uniforms: &[(4, size_of::<GateUpBatchParams>())],
+        constants: &[],
+    },
+    KernelBinds {
+        stem: "moe_down_batch_coop",
+        layout: DOWN_BATCH_LAYOUT,
+        unused: &[],
+        uniforms: &[(5, size_of::<DownBatchParams>())],
+        constants: &[],
+    },
+    KernelBinds {
         stem: "moe_combine",
         layout: IN_OUT_LAYOUT,
         unused: &[],
@@ -361,7 +383,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
 ];
 
 /// Batched passes: `o[t k + j, :] = weight * D_e h[t k + j, :]` for every route, by expert.
-/// One dispatch per chunk.
+/// One dispatch per chunk; prompt chunks on the matrix units where the adapter has them.
 #[allow(clippy::too_many_arguments)]
 pub fn down_batch(
     gpu: &Gpu,
@@ -396,6 +418,13 @@ pub fn down_batch(
                 &[&c.buffer, h, o, lists, route, &pbuf],
                 When::Batch,
                 move |_| [n_rows.div_ceil(64), n_exp, 1],
+            )?
+            .long_passes(
+                gpu,
+                gpu.features
+                    .coop
+                    .then(|| key(format!("moe_down_batch_coop_{q}"), DOWN_BATCH_LAYOUT))
+                    .as_ref(),
             )?
             .costs(move |s| {
                 // h of every route, the token lists and routes.

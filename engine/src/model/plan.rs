@@ -84,9 +84,16 @@ fn check_sizes(max_binding: u64, c: &Config, n_ff: u64, opts: SessionOptions) ->
     Ok(max_out)
 }
 
-/// Bytes of one layer's keys (or values) for `opts.ctx` positions.
+/// Bytes of one layer's keys (or values) for `opts.ctx` positions ([`kv_positions`]).
 fn kv_layer_bytes(c: &Config, opts: SessionOptions) -> u64 {
-    (c.n_kv_head * c.head_dim) as u64 * opts.ctx as u64 * opts.kv.bytes()
+    (c.n_kv_head * c.head_dim) as u64 * kv_positions(opts.ctx) as u64 * opts.kv.bytes()
+}
+
+/// Positions the KV cache holds for a context of `ctx`: whole tiles of [`kernels::ATTN_TILE`]
+/// keys, which the matrix-unit attention reads whole (a pass stops at `ctx` all the same).
+pub(super) fn kv_positions(ctx: u32) -> u32 {
+    ctx.checked_next_multiple_of(kernels::ATTN_TILE)
+        .unwrap_or(ctx)
 }
 
 /// Activation buffers, sized for one pass of `ubatch` tokens (cloned handles: the MTP layer's
@@ -164,7 +171,7 @@ impl Plan {
             n_head: c.n_head,
             n_kv_head: c.n_kv_head,
             head_dim: c.head_dim,
-            ctx: opts.ctx,
+            ctx: kv_positions(opts.ctx),
         };
         let act = Activations {
             tokens: s("tokens", b)?,

@@ -12,7 +12,7 @@ use crate::kernels::{
 };
 use crate::{Error, Result};
 
-use super::plan::{Activations, LayerKv, MtpBuffers, SessionOptions};
+use super::plan::{kv_positions, Activations, LayerKv, MtpBuffers, SessionOptions};
 use super::{DenseFfn, Ffn, Layer, Model, MoeFfn};
 
 /// The forward pass of `model` over the session's activations and KV cache, as a list of
@@ -255,7 +255,7 @@ impl<'a> Recorder<'a> {
             n_head: c.n_head,
             n_kv_head: c.n_kv_head,
             head_dim: c.head_dim,
-            ctx: self.opts.ctx,
+            ctx: kv_positions(self.opts.ctx),
         }
     }
 

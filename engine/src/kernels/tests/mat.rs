@@ -250,7 +250,7 @@ fn mat_path(gpu: &Gpu, n: usize) -> &'static str {
 /// Token counts for the batched paths: each side of every boundary (2..16 the small-batch path,
 /// in groups of 8; 17 and more the 64-token GEMM tiles), tiles that are full, one token over,
 /// and partial.
-const BATCH_TOKENS: [usize; 11] = [2, 3, 5, 8, 9, 16, 17, 33, 64, 65, 100];
+const BATCH_TOKENS: [usize; 12] = [2, 3, 5, 8, 9, 16, 17, 33, 64, 65, 100, 130];
 
 fn matvec_ref(w: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..rows)

@@ -355,7 +355,14 @@ async fn run_moe(
         "{name} {}/{} n_embd {emb} n_ff {ff} n_expert {ne} k {k} n_tokens {n_tokens} chunks {:?} decode {decode}",
         case.ty_gate_up, case.ty_down, case.per_chunk,
     );
-    assert_close("moe", &shape, &got, &want, 1e-9, 2e-4 * scale.max(1.0));
+    // The matrix-unit kernels of long passes round x, the weights and h to f16 (2^-11 relative).
+    let (nmse, rel) = if gpu.features.coop && n_tokens > crate::kernels::mat::MATVEC_BATCH as usize
+    {
+        (1e-5, 3e-3)
+    } else {
+        (1e-9, 2e-4)
+    };
+    assert_close("moe", &shape, &got, &want, nmse, rel * scale.max(1.0));
     if n_tokens > 1 {
         // The token lists: every route slot once, grouped by expert, tokens ascending.
         let lists = read(

@@ -1,0 +1,133 @@
+// tandem:include common/bits.wgsl
+// tandem:include common/moe_down_batch_io.wgsl
+// tandem:include common/coop_stage.wgsl
+// tandem:per-qtype
+// tandem:coop
+//
+// o[s, r] = weight_s * (D_e[r, :] . h[s, :]) for every route slot s = t * k + j of a batched
+// pass, e = route[s].id, as moe_down_batch.wgsl computes it, on the adapter's matrix units (f16
+// operands, f32 accumulation; `GpuFeatures::coop`). The sum over a token's k slots and the
+// residual add follow in moe_combine.wgsl.
+// Work split: a workgroup per (64-row tile, expert of this chunk): grid [n_rows / 64, n_exp];
+// experts with no slots exit at once. For each tile of 128 of the expert's slots, each k step
+// stages the 64 weight rows and the 128 gathered h rows as f16 (common/coop_stage.wgsl); each of
+// the 8 subgroups owns 32 slots x 32 rows, 2 x 2 accumulator fragments, which go out one at a
+// time through the subgroup's 16 x 16 of workgroup memory.
+
+const TM: u32 = 64u;     // weight rows of the tile
+const TN: u32 = 128u;    // slots of a tile
+
+var<workgroup> ws: array<f16, 2560>;   // [TM][LDS] weights
+var<workgroup> xs: array<f16, 5120>;   // [TN][LDS] the gathered h rows
+var<workgroup> cs: array<f32, 2048>;   // [subgroup][16][16]; cs[0..2] first passes the
+                                       // expert's list (first, count) to every thread
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+) {
+    let e = p.e0 + wg.y;
+    if (lid == 0u) {
+        cs[0] = bitcast<f32>(lists[e]);
+        cs[1] = bitcast<f32>(lists[e + 1u] - lists[e]);
+    }
+    let first = bitcast<u32>(workgroupUniformLoad(&cs[0]));
+    let count = bitcast<u32>(workgroupUniformLoad(&cs[1]));
+    if (count == 0u) {
+        return;
+    }
+    let head = p.n_expert + 1u;
+    let row0 = wg.x * TM;
+    let bpr = p.n_cols / QK;
+    let cols4 = p.n_cols / 4u;
+    // This subgroup's part: slots st .. st + 31 of the tile, rows sr .. sr + 31.
+    let st = (sg / 2u) * 32u;
+    let sr = (sg % 2u) * 32u;
+    // Staging: weight row wr, unit wu; slot xt's vec4s xc, xc + 2, ..
+    let wr = lid / 4u;
+    let wu = lid % 4u;
+    let w_ok = row0 + wr < p.n_rows;
+    let wb = (wg.y * p.n_rows + row0 + wr) * bpr;
+    let xt = lid / 2u;
+    let xc = lid % 2u;
+    let cb = sg * 256u;
+    for (var t0 = 0u; t0 < count; t0 += TN) {
+        let x_ok = t0 + xt < count;
+        let xo = lists[head + first + min(t0 + xt, count - 1u)] * cols4 + xc;
+        var a00 = coop_mat16x16<f32, C>();
+        var a01 = coop_mat16x16<f32, C>();
+        var a10 = coop_mat16x16<f32, C>();
+        var a11 = coop_mat16x16<f32, C>();
+        var wv = coop_load_w8(w_ok, wb, wu, 0u);
+        var xv = load_h(x_ok, xo);
+        for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
+            workgroupBarrier();  // the last step's (or the last tile's epilogue's) reads are done
+            coop_stage_w8(wr, wu, wv);
+            coop_stage_x16(xt, xc, xv);
+            workgroupBarrier();
+            let kn = k0 + TK;
+            if (kn < p.n_cols) {
+                wv = coop_load_w8(w_ok, wb, wu, kn);
+                xv = load_h(x_ok, xo + kn / 4u);
+            }
+            for (var kk = 0u; kk < TK; kk += 16u) {
+                // naga's SPIR-V wants each pointer's index a value of its own.
+                let ia0 = st * LDS + kk;
+                let ia1 = ia0 + 16u * LDS;
+                let ib0 = sr * LDS + kk;
+                let ib1 = ib0 + 16u * LDS;
+                let x0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia0], LDS);
+                let x1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia1], LDS);
+                let w0 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib0], LDS);
+                let w1 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib1], LDS);
+                a00 = coopMultiplyAdd(x0, w0, a00);
+                a01 = coopMultiplyAdd(x0, w1, a01);
+                a10 = coopMultiplyAdd(x1, w0, a10);
+                a11 = coopMultiplyAdd(x1, w1, a11);
+            }
+        }
+        coopStoreT(a00, &cs[cb], 16u);
+        workgroupBarrier();
+        emit(cb, lane, t0 + st, row0 + sr, count, first, head);
+        workgroupBarrier();
+        coopStoreT(a01, &cs[cb], 16u);
+        workgroupBarrier();
+        emit(cb, lane, t0 + st, row0 + sr + 16u, count, first, head);
+        workgroupBarrier();
+        coopStoreT(a10, &cs[cb], 16u);
+        workgroupBarrier();
+        emit(cb, lane, t0 + st + 16u, row0 + sr, count, first, head);
+        workgroupBarrier();
+        coopStoreT(a11, &cs[cb], 16u);
+        workgroupBarrier();
+        emit(cb, lane, t0 + st + 16u, row0 + sr + 16u, count, first, head);
+    }
+}
+
+// o[s, r] = weight_s * v for the fragment staged at cs[cb ..] (slot-major): the expert's slots
+// j0 .., rows r0 ..; lane l takes row r0 + l % 16 of slots j0 + l / 16, + 2, .. (those the expert
+// has, rows inside the matrix), s the slot's route slot.
+fn emit(cb: u32, lane: u32, j0: u32, r0: u32, count: u32, first: u32, head: u32) {
+    let c = lane % 16u;
+    if (r0 + c >= p.n_rows) {
+        return;
+    }
+    for (var t = lane / 16u; t < 16u; t += 2u) {
+        if (j0 + t < count) {
+            let s = lists[head + first + j0 + t];
+            o[s * p.n_rows + r0 + c] = bitcast<f32>(route[s * 2u + 1u]) * cs[cb + t * 16u + c];
+        }
+    }
+}
+
+// Vec4s xo, xo + 2, xo + 4, xo + 6 of h (zeros for slots past the expert's).
+fn load_h(ok: bool, xo: u32) -> array<vec4<f32>, 4> {
+    var v = array<vec4<f32>, 4>();
+    for (var i = 0u; i < 4u; i++) {
+        v[i] = select(vec4<f32>(0.0), h[xo + 2u * i], ok);
+    }
+    return v;
+}
