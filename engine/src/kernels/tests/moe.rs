@@ -471,7 +471,61 @@ async fn moe_experts_k_quants() {
     }
 }
 
+/// moe_sort alone, on passes whose routes span several of its workgroup-memory chunks (2048
+/// routes): every route slot once, grouped by expert, slots ascending, the offsets their prefix
+/// sums. Expert ids are a fixed pseudo-random sequence, some experts unused.
+async fn moe_sort_lists_every_route_in_order() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    for (n_expert, k, n_tokens) in [(128u32, 8u32, 600u32), (300, 5, 819), (8, 2, 3)] {
+        let n = (n_tokens * k) as usize;
+        let ids: Vec<u32> = (0..n as u32)
+            .map(|s| s.wrapping_mul(2_654_435_761) % (n_expert - n_expert / 8))
+            .collect();
+        let route: Vec<u32> = ids.iter().flat_map(|&e| [e, 0]).collect();
+        let rb = upload(&gpu, "route", &route);
+        let lists_len = moe::lists_len(n_expert, k, n_tokens) as usize;
+        let lb = gpu.storage("lists", lists_len as u64 * 4).unwrap();
+        let r = Routing {
+            n_expert,
+            k,
+            gating: Gating::Softmax,
+            norm: false,
+            scale: 1.0,
+            n_group: 1,
+            topk_group: 1,
+        };
+        let d = moe::sort(&gpu, &rb, &lb, &step, &r).unwrap();
+        let s = StepInfo {
+            n_tokens,
+            pos: 0,
+            n_out: 1,
+        };
+        run_dispatches(&gpu, &[&d], s, &step).await;
+        let got: Vec<u32> = read(&gpu, &lb, lists_len)
+            .await
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let mut want = vec![0u32; n_expert as usize + 1];
+        for &e in &ids {
+            want[e as usize + 1] += 1;
+        }
+        for e in 0..n_expert as usize {
+            want[e + 1] += want[e];
+        }
+        for e in 0..n_expert {
+            want.extend((0..n as u32).filter(|&s| ids[s as usize] == e));
+        }
+        assert_eq!(
+            got, want,
+            "moe_sort: {n_expert} experts, k {k}, {n_tokens} tokens"
+        );
+    }
+}
+
 super::gpu_tests!(
+    moe_sort_lists_every_route_in_order,
     moe_router_against_reference,
     moe_experts_f32_q8_0,
     moe_experts_k_quants
