@@ -265,11 +265,7 @@ async fn mat_every_type_and_shape() {
                     },
                 )
                 .unwrap();
-                let s = StepInfo {
-                    n_tokens: n as u32,
-                    pos: 0,
-                    n_out: 1,
-                };
+                let s = StepInfo::new(n as u32, 0, 1);
                 run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
                 let got = read(&gpu, &yb, n * rows).await;
                 let mut want = y0.clone();
@@ -328,17 +324,9 @@ async fn matvec_norm_prologue_and_output_rows() {
         )
         .unwrap();
         // A batched pass skips the decode-only dispatch; a one-token pass runs it.
-        let batch = StepInfo {
-            n_tokens: 4,
-            pos: 0,
-            n_out: 1,
-        };
+        let batch = StepInfo::new(4, 0, 1);
         assert!(d.iter().all(|d| (d.grid)(&batch).is_none()));
-        let s = StepInfo {
-            n_tokens: 1,
-            pos: 0,
-            n_out: 1,
-        };
+        let s = StepInfo::new(1, 0, 1);
         run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
         assert_close(
             "matvec+norm",
@@ -402,11 +390,7 @@ async fn matvec_glu_every_type() {
                 run_dispatches(
                     &gpu,
                     &[&d],
-                    StepInfo {
-                        n_tokens: 1,
-                        pos: 0,
-                        n_out: 1,
-                    },
+                    StepInfo::new(1, 0, 1),
                     &step,
                 )
                 .await;
@@ -485,11 +469,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                 )
                 .unwrap();
                 assert_eq!(d.len(), splits.len() + 1, "one dispatch per chunk");
-                let s = StepInfo {
-                    n_tokens: n as u32,
-                    pos: 0,
-                    n_out: 1,
-                };
+                let s = StepInfo::new(n as u32, 0, 1);
                 run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
                 let got = read(&gpu, &yb, n * stride).await;
                 let xr = x_read(
@@ -554,11 +534,7 @@ async fn mat_output_rows_every_type() {
                 },
             )
             .unwrap();
-            let s = StepInfo {
-                n_tokens: n_tokens as u32,
-                pos: 0,
-                n_out: n_out as u32,
-            };
+            let s = StepInfo::new(n_tokens as u32, 0, n_out as u32);
             run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
             let got = read(&gpu, &yb, n_tokens * rows).await;
             let xr = x_read(MatvecShape::for_adapter(&gpu), ty, n_out, &x);
