@@ -273,6 +273,7 @@ impl Scheduler {
         if !batch.is_empty() {
             match pollster::block_on(self.sessions.decode_greedy(&batch)) {
                 Ok(ids) => {
+                    self.metrics.count_batched(ids.len());
                     for (&i, id) in batch.iter().zip(ids) {
                         if let Some(r) = &mut self.running[i] {
                             r.gen.take(id);

@@ -418,9 +418,10 @@ async fn attention_over_a_row_table_matches_each_row_alone() {
                 v_cache: &vb,
                 kv,
             };
-            let rs = kernels::rope_store(&gpu, &kvbufs, &step, &rowsb, heads, rope, qk_norm, &dummy)
-                .unwrap()
-                .only(When::Batch);
+            let rs =
+                kernels::rope_store(&gpu, &kvbufs, &step, &rowsb, heads, rope, qk_norm, &dummy)
+                    .unwrap()
+                    .only(When::Batch);
             let scale = 1.0 / (hd as f32).sqrt();
             let d = kernels::attention(
                 &gpu,
@@ -530,10 +531,7 @@ async fn attention_over_a_row_table_matches_each_row_alone() {
                     .collect()
             };
             let len = k.len();
-            for (what, got, want) in [
-                ("k cache", &kb, &want_k),
-                ("v cache", &vb, &want_v),
-            ] {
+            for (what, got, want) in [("k cache", &kb, &want_k), ("v cache", &vb, &want_v)] {
                 assert_close(
                     &format!("attention (row table, {what})"),
                     &shape,
@@ -611,13 +609,7 @@ async fn rope_store_matches_the_reference() {
                 &dummy,
             )
             .unwrap();
-            run_dispatches(
-                &gpu,
-                &[&d],
-                StepInfo::new(n_tokens, pos, 1),
-                &step,
-            )
-            .await;
+            run_dispatches(&gpu, &[&d], StepInfo::new(n_tokens, pos, 1), &step).await;
             let mut want_qkv = qkv.clone();
             let (mut want_k, mut want_v) = (vec![0.0; cache_len], vec![0.0; cache_len]);
             reference::rope_store(
@@ -717,13 +709,7 @@ async fn rmsnorm_matches_the_reference() {
             },
         )
         .unwrap();
-        run_dispatches(
-            &gpu,
-            &[&d],
-            StepInfo::new(n_tokens, 0, n_out),
-            &step,
-        )
-        .await;
+        run_dispatches(&gpu, &[&d], StepInfo::new(n_tokens, 0, n_out), &step).await;
         let (first, count) = match rows {
             Rows::Tokens => (0, n_tokens),
             Rows::Out => (n_tokens - n_out, n_out),
@@ -777,13 +763,7 @@ async fn glu_matches_the_reference() {
         let gub = upload(&gpu, "gu", &gu);
         let hb = gpu.storage("h", (n_tokens * n) as u64 * 4).unwrap();
         let d = kernels::glu(&gpu, &gub, &hb, &step, n, act, When::Always).unwrap();
-        run_dispatches(
-            &gpu,
-            &[&d],
-            StepInfo::new(n_tokens, 0, 1),
-            &step,
-        )
-        .await;
+        run_dispatches(&gpu, &[&d], StepInfo::new(n_tokens, 0, 1), &step).await;
         let want = reference::glu(&gu, n as usize, n_tokens as usize, act);
         let shape = format!("n {n}, tokens {n_tokens}, {act:?}");
         assert_close(

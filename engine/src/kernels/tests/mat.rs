@@ -387,13 +387,7 @@ async fn matvec_glu_every_type() {
                 )
                 .unwrap()
                 .expect("one chunk");
-                run_dispatches(
-                    &gpu,
-                    &[&d],
-                    StepInfo::new(1, 0, 1),
-                    &step,
-                )
-                .await;
+                run_dispatches(&gpu, &[&d], StepInfo::new(1, 0, 1), &step).await;
                 let name = format!("{} n_ff {n_ff} {act:?} {}", t.ty, shape_name(&gpu, shape));
                 assert_close(
                     "matvec_glu",

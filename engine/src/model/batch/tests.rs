@@ -95,10 +95,14 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
             running[slot].as_mut().unwrap().1.take(id);
         }
     }
-    assert_eq!(widest, n_seq as usize, "every slot decoded in one pass at some step");
+    assert_eq!(
+        widest, n_seq as usize,
+        "every slot decoded in one pass at some step"
+    );
     for i in 0..n as usize {
         assert_eq!(
-            together[i], alone[i],
+            together[i],
+            alone[i],
             "prompt {i} ({} tokens): batched with others, alone",
             prompt(i as u32, n_vocab).len()
         );
@@ -126,7 +130,10 @@ async fn a_set_too_large_for_a_binding_is_refused() {
     let c = &config;
     let per_seq = (c.n_kv_head * c.head_dim) as u64 * OPTS.ctx as u64 * OPTS.kv.bytes();
     let n_seq = (gpu.max_binding() / per_seq + 1) as u32;
-    let e = OPTS.check_set(&gpu, &config, n_seq).unwrap_err().to_string();
+    let e = OPTS
+        .check_set(&gpu, &config, n_seq)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("parallel slots"), "{e}");
     OPTS.check_set(&gpu, &config, 4).unwrap();
 }
