@@ -1,7 +1,8 @@
 //! Batched decode steps on the tiny fixtures (compiled in, so these run natively and in the
 //! browser): generations whose steps run together in one pass of a [`SessionSet`] give exactly
 //! the greedy tokens each gives alone in a session of its own, with prompts of different lengths,
-//! slots that join while others decode, and slots reused for a new prompt after a reply ends.
+//! slots that join while others decode, slots reused for a new prompt after a reply ends, and a
+//! slot that steps alone with its own pass (run ahead) between batched steps, as serve does.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -42,8 +43,9 @@ fn greedy(i: u32) -> GenerateOptions {
 
 /// Eleven prompts, each generated alone, then through `n_seq` slots of a session set: a slot
 /// takes the next prompt when it is free, at most one new prompt a step (so prompts join while
-/// the others decode), and every step of the running slots is one batched pass. The tokens must
-/// be the same.
+/// the others decode), and every step of the running slots is one batched pass, except that a
+/// slot running alone takes its own pass on even steps (`tandem serve` does so always), run
+/// ahead of the host, which the next batched step undoes. The tokens must be the same.
 async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
     let g = Gguf::parse(&bytes).unwrap();
     let model = Arc::new(
@@ -64,11 +66,18 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
     }
 
     let mut set = SessionSet::new(model.clone(), OPTS, n_seq).await.unwrap();
+    // As on a GPU (lavapipe turns it off).
+    for slot in 0..set.len() {
+        set.session_mut(slot).run_ahead = true;
+    }
     let mut waiting: VecDeque<u32> = (0..n).collect();
     let mut running: Vec<Option<(u32, Generator)>> = (0..n_seq).map(|_| None).collect();
     let mut together = vec![Vec::new(); n as usize];
-    let mut widest = 0;
-    while !waiting.is_empty() || running.iter().any(Option::is_some) {
+    let (mut widest, mut own_passes) = (0, 0);
+    for step in 0.. {
+        if waiting.is_empty() && running.iter().all(Option::is_none) {
+            break;
+        }
         if let Some(slot) = running.iter().position(Option::is_none) {
             if let Some(i) = waiting.pop_front() {
                 let s = set.session_mut(slot);
@@ -90,6 +99,12 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
             }
         }
         widest = widest.max(batch.len());
+        if let ([slot], 0) = (&batch[..], step % 2) {
+            let gen = &mut running[*slot].as_mut().unwrap().1;
+            gen.advance(set.session_mut(*slot), None).await.unwrap();
+            own_passes += 1;
+            continue;
+        }
         let ids = set.decode_greedy(&batch).await.unwrap();
         for (&slot, id) in batch.iter().zip(ids) {
             running[slot].as_mut().unwrap().1.take(id);
@@ -99,6 +114,7 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
         widest, n_seq as usize,
         "every slot decoded in one pass at some step"
     );
+    assert!(own_passes > 0, "a slot stepped alone with its own pass");
     for i in 0..n as usize {
         assert_eq!(
             together[i],
