@@ -1,4 +1,5 @@
 // tandem:include common/step.wgsl
+// tandem:include common/rows.wgsl
 // tandem:include common/rope.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/kv_f16.wgsl
@@ -6,14 +7,16 @@
 // tandem:kv32
 // tandem:subgroups
 //
-// out[t, h, :] = softmax(cap(q[t, h] . K[kv(h), s] * scale)) . V[kv(h), s] over the positions s
-// the query at position pos + t may see: causal (s <= pos + t) and, with a sliding window, within
-// the last `window` positions. Grouped-query attention maps head h to KV head h / (n_head /
+// out[t, h, :] = softmax(cap(q[t, h] . K[seq, kv(h), s] * scale)) . V[seq, kv(h), s] over the
+// positions s that row t, at position pos of sequence seq (common/rows.wgsl), may see: causal
+// (s <= pos) and, with a sliding window, within the last `window` positions. Grouped-query attention maps head h to KV head h / (n_head /
 // n_kv_head); cap(x) = softcap * tanh(x / softcap) when softcap > 0.
 //
 // Work split: grid (n_head, n_tokens, n_split), 256 threads. Each query's visible range is cut
 // into n_split parts of whole 64-key tiles ("flash decoding": a decode step has few heads, so the
 // keys are spread over workgroups too; a long prefill has enough queries and takes n_split = 1).
+// n_split follows the longest row, so in a batched step a shorter row's last parts may be empty:
+// they write l = 0, which attention_combine.wgsl weighs by 0.
 // Per tile:
 // - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of q
 //   (in workgroup memory) and of K[key]; the 4 partial dots meet in workgroup memory;
@@ -27,7 +30,7 @@
 // partial sums are added in workgroup memory; with one split the result goes to `out`, otherwise
 // (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
 //
-// Decode prologue (flags bit 1, passes of one token): the kernel also does rope_store's work, so a
+// Decode prologue (flags bit 1, passes of one row): the kernel also does rope_store's work, so a
 // decode step needs no rope_store dispatch. q is read raw from the QKV output and gets the
 // optional q norm and RoPE in workgroup memory; the workgroup whose part holds the new position
 // builds the new key (k norm, RoPE) and value from the QKV output too and uses them for that
@@ -47,14 +50,15 @@ override KG: u32 = 256u / HD4;               // key groups of the output product
 override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;                 // [n_tokens, q_stride / 4]: Q heads, K heads, V heads
-@group(0) @binding(1) var<storage, read_write> k_cache: array<KvChunk>;     // [n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
-@group(0) @binding(2) var<storage, read_write> v_cache: array<KvChunk>;     // [n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
+@group(0) @binding(1) var<storage, read_write> k_cache: array<KvChunk>;     // [n_seq, n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
+@group(0) @binding(2) var<storage, read_write> v_cache: array<KvChunk>;     // [n_seq, n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;         // [n_tokens, n_head, HD / 4]
 @group(0) @binding(4) var<storage, read_write> partial: array<vec4<f32>>;     // [n_tokens, n_head, n_split, 1 + HD / 4]: (m, l, 0, 0), output
 @group(0) @binding(5) var<storage, read> q_norm: array<f32>;                  // [HD] or unused
 @group(0) @binding(6) var<storage, read> k_norm: array<f32>;                  // [HD] or unused
 @group(0) @binding(7) var<uniform> p: Params;
 @group(0) @binding(8) var<uniform> step: Step;
+@group(0) @binding(9) var<storage, read> rows: array<Row>;                    // [n_tokens] (common/rows.wgsl)
 
 const NEG: f32 = -3.0e38;
 const WG: u32 = 256u;
@@ -68,9 +72,9 @@ var<workgroup> qh: array<f32, 256>;             // the query (normed and rotated
 var<workgroup> kh: array<f32, 256>;
 var<workgroup> vh: array<f32, 256>;
 
-// Decode prologue: q (and, with `with_k`, the new key and value) of token 0 from the QKV output,
-// normed and rotated into qh (kh, vh). Every thread calls it.
-fn prologue(inv: Invocation, h: u32, kvh: u32, with_k: bool) {
+// Decode prologue: q (and, with `with_k`, the new key and value) of token 0, at position `pos`,
+// from the QKV output, normed and rotated into qh (kh, vh). Every thread calls it.
+fn prologue(inv: Invocation, h: u32, kvh: u32, pos: u32, with_k: bool) {
     let lid = inv.lid;
     var xq = 0.0;
     var xk = 0.0;
@@ -101,8 +105,8 @@ fn prologue(inv: Invocation, h: u32, kvh: u32, with_k: bool) {
     var rk = xk;
     if (lid < p.n_rot) {
         let j = rope_partner(lid, p.n_rot, p.mode);
-        rq = rope_apply(xq, qh[j], lid, step.pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
-        rk = rope_apply(xk, kh[j], lid, step.pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
+        rq = rope_apply(xq, qh[j], lid, pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
+        rk = rope_apply(xk, kh[j], lid, pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
     }
     workgroupBarrier();
     qh[lid] = rq;
@@ -133,7 +137,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         return;
     }
     let kvh = h / (p.n_head / p.n_kv_head);
-    let qpos = step.pos + t;
+    let row = pass_row(t);
+    let qpos = row.pos;
+    // This head's keys: the caches are [n_seq, n_kv_head, ctx, HD4].
+    let kv0 = (row.seq * p.n_kv_head + kvh) * p.ctx * HD4;
     // This query's visible range, and this split's whole tiles of it.
     var first = 0u;
     if (p.window > 0u && qpos + 1u > p.window) {
@@ -151,9 +158,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let fused = (p.flags & 2u) != 0u && step.n_tokens == 1u;
     let has_new = fused && begin <= qpos && qpos < end;
     if (fused) {
-        prologue(inv, h, kvh, has_new);
+        prologue(inv, h, kvh, qpos, has_new);
         if (has_new && h % (p.n_head / p.n_kv_head) == 0u && lid < HD4) {
-            let o = (kvh * p.ctx + qpos) * HD4 + lid;
+            let o = kv0 + qpos * HD4 + lid;
             k_cache[o] = kv_pack(kh4(lid));
             v_cache[o] = kv_pack(vh4(lid));
         }
@@ -167,7 +174,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     // Output layout: chunk `oc`, key group `og` (threads past KG * HD4 only help with scores).
     let oc = lid % HD4;
     let og = lid / HD4;
-    let kv0 = kvh * p.ctx * HD4;
 
     var m = NEG;
     var l = 0.0;

@@ -4,8 +4,8 @@
 //
 // Prefill attention on the adapter's matrix units: out[t, h, :] = softmax(cap(q[t, h] . K * scale))
 // . V over the keys query t may see (causal, optionally within a sliding window), as
-// attention.wgsl computes it, for passes long enough that every query is its own work (no
-// split). Native only, where `GpuFeatures::coop` holds; with the f16 cache, heads a multiple of
+// attention.wgsl computes it, for passes over one sequence (`step.seq`'s cache, no row table)
+// long enough that every query is its own work (no split). Native only, where `GpuFeatures::coop` holds; with the f16 cache, heads a multiple of
 // 16 and a cache of whole 64-key tiles (`kernels::attention` checks).
 //
 // Work split: grid (n_head, n_tokens / 16); one subgroup of 32 threads a workgroup, 16 queries
@@ -35,8 +35,8 @@ const LDP: u32 = BK + 8u;               // f16 stride of a row of P
 const NEG: f32 = -3.0e38;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;                // [n_tokens, q_stride]: Q heads first
-@group(0) @binding(1) var<storage, read_write> k_cache: array<f16>;   // [n_kv_head, ctx, HD]
-@group(0) @binding(2) var<storage, read_write> v_cache: array<f16>;   // [n_kv_head, ctx, HD]
+@group(0) @binding(1) var<storage, read_write> k_cache: array<f16>;   // [n_seq, n_kv_head, ctx, HD]
+@group(0) @binding(2) var<storage, read_write> v_cache: array<f16>;   // [n_seq, n_kv_head, ctx, HD]
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;       // [n_tokens, n_head, HD]
 @group(0) @binding(7) var<uniform> p: Params;
 @group(0) @binding(8) var<uniform> step: Step;
@@ -52,7 +52,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let h = wg.x;
     let t0 = wg.y * 16u;
     let n_tok = step.n_tokens;
-    let kv0 = (h / (p.n_head / p.n_kv_head)) * p.ctx * HD;
+    let kv0 = (step.seq * p.n_kv_head + h / (p.n_head / p.n_kv_head)) * p.ctx * HD;
     for (var i = lane; i < 16u * HD; i += 32u) {
         let r = i / HD;
         let d = i % HD;

@@ -126,6 +126,10 @@ pub async fn generate_with(
 /// generations on one GPU (`tandem serve`'s slots): [`Generator::start`] feeds the prompt,
 /// each [`Generator::step`] hands out the tokens the last pass made and runs the next pass,
 /// [`Generator::finish`] flushes the text held back. [`generate_with`] is the loop over it.
+/// A step is also [`Generator::hand_out`] then [`Generator::advance`], or, for a greedy
+/// generation without a drafter, `hand_out` then [`Generator::take`] of the token a
+/// [`SessionSet::decode_greedy`](crate::model::SessionSet::decode_greedy) made for it along
+/// with other sessions'.
 pub struct Generator {
     opts: GenerateOptions,
     out: Generation,
@@ -179,10 +183,26 @@ impl Generator {
         session: &mut Session,
         drafter: Option<&mut Drafter<'_>>,
         tokenizer: &Tokenizer,
-        mut on_text: impl FnMut(&str) -> bool,
+        on_text: impl FnMut(&str) -> bool,
     ) -> Result<bool> {
-        if self.done {
+        if !self.hand_out(session, tokenizer, on_text) {
             return Ok(false);
+        }
+        self.advance(session, drafter).await?;
+        Ok(true)
+    }
+
+    /// Hands the tokens the last pass made to `on_text` (as text, once whole); returns whether
+    /// the generation goes on (then a pass must make its next tokens: [`Generator::advance`]
+    /// or [`Generator::take`]).
+    pub fn hand_out(
+        &mut self,
+        session: &Session,
+        tokenizer: &Tokenizer,
+        mut on_text: impl FnMut(&str) -> bool,
+    ) -> bool {
+        if self.done {
+            return false;
         }
         let (opts, out) = (&self.opts, &mut self.out);
         let n = self.batch.len();
@@ -209,11 +229,32 @@ impl Generator {
             if let Some(stop) = stop {
                 out.stop = stop;
                 self.done = true;
-                return Ok(false);
+                return false;
             }
         }
-        let last = self.batch[n - 1];
-        let left = opts.max_tokens - out.tokens.len();
+        true
+    }
+
+    /// Whether the next token can come from a batched greedy step
+    /// ([`SessionSet::decode_greedy`](crate::model::SessionSet::decode_greedy)): greedy
+    /// sampling, no drafter.
+    pub fn batchable(&self) -> bool {
+        self.opts.sampling.is_greedy() && self.stats.is_none()
+    }
+
+    /// Takes the next token from a batched greedy step instead of running a pass.
+    pub fn take(&mut self, id: u32) {
+        self.batch = vec![id];
+    }
+
+    /// Runs the pass that makes the next tokens, after [`Generator::hand_out`] said to go on.
+    pub async fn advance(
+        &mut self,
+        session: &mut Session,
+        drafter: Option<&mut Drafter<'_>>,
+    ) -> Result<()> {
+        let last = self.batch[self.batch.len() - 1];
+        let left = self.opts.max_tokens - self.out.tokens.len();
         let sampler = &mut self.sampler;
         self.batch = match (drafter, &mut self.stats) {
             (Some(d), Some(st)) => {
@@ -223,7 +264,7 @@ impl Generator {
             _ if left == 1 => vec![session.decode_last(sampler).await?],
             _ => vec![session.decode(sampler).await?],
         };
-        Ok(true)
+        Ok(())
     }
 
     /// Tokens handed out so far.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressStyle};
 use tandem_engine::gguf::{Gguf, MmapSource};
 use tandem_engine::gpu::{Gpu, GpuOptions};
-use tandem_engine::model::{Config, Model, Session, SessionOptions};
+use tandem_engine::model::{Config, Model, Session, SessionOptions, SessionSet};
 use tandem_engine::tokenizer::Tokenizer;
 use tandem_engine::{Error, Result};
 
@@ -64,7 +64,7 @@ pub struct LoadedModel {
 }
 
 pub fn load(args: &ModelArgs) -> Result<Loaded> {
-    let m = load_model(args)?;
+    let m = load_model(args, 1)?;
     let session = session(&m.model, args)?;
     Ok(Loaded {
         tokenizer: m.tokenizer,
@@ -73,8 +73,9 @@ pub fn load(args: &ModelArgs) -> Result<Loaded> {
     })
 }
 
-/// Opens the model file and uploads its weights, with a progress bar.
-pub fn load_model(args: &ModelArgs) -> Result<LoadedModel> {
+/// Opens the model file and uploads its weights, with a progress bar; `slots`: the sessions whose
+/// KV caches will share one buffer per layer (`serve --parallel`).
+pub fn load_model(args: &ModelArgs, slots: u32) -> Result<LoadedModel> {
     let path = model_path(&args.model)?;
     let (src, gguf) = open_gguf(&path)?;
     let tokenizer = Tokenizer::from_gguf(&gguf)?;
@@ -82,7 +83,7 @@ pub fn load_model(args: &ModelArgs) -> Result<LoadedModel> {
     let gpu = gpu(args)?;
     // Refused here, before the upload, if the adapter cannot hold the sessions `args` ask for.
     let config = Model::check(&gpu, &gguf)?;
-    session_options(&config, args).check(&gpu, &config)?;
+    session_options(&config, args).check_set(&gpu, &config, slots)?;
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -119,6 +120,12 @@ pub fn session_options(config: &Config, args: &ModelArgs) -> SessionOptions {
         ubatch: args.ubatch,
         kv: args.kv_type.into(),
     }
+}
+
+/// `n` sessions on `model` as `args` shape them, whose decode steps run as one batched pass.
+pub fn session_set(model: &Arc<Model>, args: &ModelArgs, n: u32) -> Result<SessionSet> {
+    let opts = session_options(&model.config, args);
+    pollster::block_on(SessionSet::new(model.clone(), opts, n))
 }
 
 /// A session (KV cache and activations) on `model`, as `args` shape it.

@@ -180,6 +180,8 @@ fn thirty_two_concurrent_streams_equal_each_prompt_alone_with_flat_memory() {
         &pid,
     ];
     python("load.py", &load_args(&s.base, &args));
+    // The concurrent replies' steps ran batched.
+    assert!(s.metric("tandem_batched_tokens_total") > 0.0);
 }
 
 #[test]

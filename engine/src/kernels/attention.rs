@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{f32s, Cost, Dispatch, StepInfo, IN_OUT_LAYOUT};
+use super::dispatch::{f32s, Cost, Dispatch, Seqs, StepInfo, IN_OUT_LAYOUT};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::rope::{Heads, KvType, RopeConfig};
@@ -22,15 +22,15 @@ pub const MAX_ATTN_SPLITS: u32 = 64;
 /// ones have parallelism enough in their queries.
 pub const MAX_SPLIT_TOKENS: u32 = 16;
 
-/// Parts per query for a pass: one 64-key tile each, up to `MAX_ATTN_SPLITS / n_tokens` parts,
-/// so a decode step with few heads still spreads over n_head * 64 workgroups (an H200 has 132
-/// SMs) while each part keeps one tile of work; a split pass costs one more dispatch (the
-/// combine).
+/// Parts per query for a pass: one 64-key tile each (of the longest row's keys), up to
+/// `MAX_ATTN_SPLITS / n_tokens` parts, so a decode step with few heads still spreads over
+/// n_head * 64 workgroups (an H200 has 132 SMs) while each part keeps one tile of work; a split
+/// pass costs one more dispatch (the combine).
 pub fn attention_splits(s: &StepInfo) -> u32 {
     if s.n_tokens > MAX_SPLIT_TOKENS {
         1
     } else {
-        (s.pos + s.n_tokens)
+        s.keys()
             .div_ceil(ATTN_TILE)
             .clamp(1, (MAX_ATTN_SPLITS / s.n_tokens.max(1)).max(1))
     }
@@ -39,14 +39,23 @@ pub fn attention_splits(s: &StepInfo) -> u32 {
 /// The cost of attention in pass `s` with a cache of `kv_bytes` bytes per key (or value) vector
 /// of one head (4 for f32) and a sliding `window` (0: none): per kv head the keys and values of
 /// every position some query sees (`pos + n_tokens`, or the window's), each once, and the
-/// queries' q rows; `4 head_dim` FLOPs per (query head, visible key): QK^T and PV.
+/// queries' q rows; `4 head_dim` FLOPs per (query head, visible key): QK^T and PV. A batched step
+/// over several sequences (the row table) counts every row at the longest row's keys, a bound.
 pub(crate) fn attention_cost(h: &Heads, kv_bytes: f64, window: u32, s: &StepInfo) -> Cost {
-    let end = (s.pos + s.n_tokens) as u64;
     let w = if window == 0 { u64::MAX } else { window as u64 };
-    // Query at position p sees keys max(0, p + 1 - w)..=p.
-    let first = (s.pos as u64 + 1).saturating_sub(w);
-    let keys = end - first;
-    let seen: u64 = (s.pos as u64..end).map(|p| (p + 1).min(w)).sum();
+    let (keys, seen) = match s.seqs {
+        Seqs::One(_) => {
+            let end = (s.pos + s.n_tokens) as u64;
+            // Query at position p sees keys max(0, p + 1 - w)..=p.
+            let first = (s.pos as u64 + 1).saturating_sub(w);
+            let seen: u64 = (s.pos as u64..end).map(|p| (p + 1).min(w)).sum();
+            (end - first, seen)
+        }
+        Seqs::Table { keys } => {
+            let all = (keys as u64).min(w) * s.n_tokens as u64;
+            (all, all)
+        }
+    };
     let hd = h.head_dim as u64;
     Cost {
         bytes: 2.0 * (keys * h.n_kv_head as u64 * hd) as f64 * kv_bytes
@@ -65,6 +74,7 @@ const ATTN_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Uniform,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -114,8 +124,8 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "attention_coop",
         layout: ATTN_LAYOUT,
-        // No split parts, no decode prologue.
-        unused: &[4, 5, 6],
+        // No split parts, no decode prologue, one sequence (no row table).
+        unused: &[4, 5, 6, 9],
         uniforms: &[(7, size_of::<AttnParams>()), (8, size_of::<StepUniform>())],
         constants: &[("BK", ATTN_TILE)],
     },
@@ -164,10 +174,12 @@ pub(crate) fn coop_fits(gpu: &Gpu, heads: &Heads, kv: KvType) -> bool {
 }
 
 /// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
-/// of the QKV output `q`) over the cache, into `out` `[n_tokens, n_head * head_dim]`: the split
-/// attention kernel and, when a pass splits, the combine kernel (`partial` holds
-/// [`attention_partial_len`] floats); long passes on the matrix units where [`coop_fits`]. With `opts.decode_rope`, a pass of one token reads q, k and
-/// v raw from `q` and stores k and v itself (no rope_store before it).
+/// of the QKV output `q`) over the caches `[n_seq, n_kv_head, ctx, head_dim]`, each row over its
+/// own sequence's keys (the step uniform, or the row table `rows` of [`Row`](super::Row)s),
+/// into `out` `[n_tokens, n_head * head_dim]`: the split attention kernel and, when a pass
+/// splits, the combine kernel (`partial` holds [`attention_partial_len`] floats); long passes
+/// over one sequence on the matrix units where [`coop_fits`]. With `opts.decode_rope`, a pass of
+/// one token reads q, k and v raw from `q` and stores k and v itself (no rope_store before it).
 #[allow(clippy::too_many_arguments)]
 pub fn attention(
     gpu: &Gpu,
@@ -177,6 +189,7 @@ pub fn attention(
     out: &wgpu::Buffer,
     partial: &wgpu::Buffer,
     step: &wgpu::Buffer,
+    rows: &wgpu::Buffer,
     heads: Heads,
     opts: AttnOpts,
 ) -> Result<[Dispatch; 2]> {
@@ -251,9 +264,8 @@ pub fn attention(
         },
     );
     let n_head = heads.n_head;
-    // Bytes of one position's key vector of one head in the cache.
-    let kv_bytes =
-        k_cache.size() as f64 / (heads.ctx as f64 * (heads.n_kv_head * heads.head_dim) as f64);
+    // Bytes of one cached element.
+    let kv_bytes = opts.kv.bytes() as f64;
     let window = opts.window;
     let has_coop = coop.is_some();
     let partial_floats = (heads.n_head * (heads.head_dim + 4)) as u64;
@@ -261,7 +273,7 @@ pub fn attention(
         Dispatch {
             label: "attention".into(),
             grid: Box::new(move |s| {
-                if has_coop && s.n_tokens > MAX_SPLIT_TOKENS {
+                if has_coop && s.n_tokens > MAX_SPLIT_TOKENS && matches!(s.seqs, Seqs::One(_)) {
                     return Some((1, [n_head, s.n_tokens.div_ceil(16), 1]));
                 }
                 Some((0, [n_head, s.n_tokens, attention_splits(s)]))
@@ -269,7 +281,7 @@ pub fn attention(
             pipelines: [pipeline].into_iter().chain(coop).collect(),
             bind_group: gpu.bind_group(
                 ATTN_LAYOUT,
-                &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step],
+                &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step, rows],
             ),
             cost: Box::new(move |s| attention_cost(&heads, kv_bytes, window, s)),
         },

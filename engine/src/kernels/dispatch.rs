@@ -17,10 +17,54 @@ use crate::Result;
 pub struct StepInfo {
     /// Tokens processed in this pass.
     pub n_tokens: u32,
-    /// Position of the first of them.
+    /// Position of the first of them (a pass over one sequence).
     pub pos: u32,
     /// How many of the last tokens need logits.
     pub n_out: u32,
+    /// Which sequences the rows belong to.
+    pub seqs: Seqs,
+}
+
+impl StepInfo {
+    /// A pass over sequence 0 (a session's own cache): `n_tokens` tokens from `pos`, logits for
+    /// the last `n_out`.
+    pub const fn new(n_tokens: u32, pos: u32, n_out: u32) -> StepInfo {
+        StepInfo {
+            n_tokens,
+            pos,
+            n_out,
+            seqs: Seqs::One(0),
+        }
+    }
+
+    /// The most keys a row of the pass attends to (before a sliding window): the flash-decoding
+    /// split follows it.
+    pub fn keys(&self) -> u32 {
+        match self.seqs {
+            Seqs::One(_) => self.pos + self.n_tokens,
+            Seqs::Table { keys } => keys,
+        }
+    }
+}
+
+/// Where a pass's rows belong in a KV cache of several sequences (wgsl/common/rows.wgsl).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seqs {
+    /// Every row is sequence `s`'s, row t at position `pos + t` (a prompt chunk, a decode step,
+    /// a verification): the step uniform says it all.
+    One(u32),
+    /// Row t is entry t of the row table ([`Row`]), written with the uniform: a batched decode
+    /// step over several sequences at unrelated positions. `keys`: the longest row's
+    /// position + 1.
+    Table { keys: u32 },
+}
+
+/// `Row` in wgsl/common/rows.wgsl: one entry of the row table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Row {
+    pub seq: u32,
+    pub pos: u32,
 }
 
 /// `Step` in `wgsl/common/step.wgsl`.
@@ -32,18 +76,26 @@ pub struct StepUniform {
     pub n_out: u32,
     pub out_row0: u32,
     pub attn_splits: u32,
-    pub _pad: [u32; 3],
+    pub seq: u32,
+    pub row_table: u32,
+    pub _pad: u32,
 }
 
 impl From<StepInfo> for StepUniform {
     fn from(s: StepInfo) -> Self {
+        let (seq, row_table) = match s.seqs {
+            Seqs::One(seq) => (seq, 0),
+            Seqs::Table { .. } => (0, 1),
+        };
         StepUniform {
             n_tokens: s.n_tokens,
             pos: s.pos,
             n_out: s.n_out,
             out_row0: s.n_tokens - s.n_out,
             attn_splits: attention_splits(&s),
-            _pad: [0; 3],
+            seq,
+            row_table,
+            _pad: 0,
         }
     }
 }

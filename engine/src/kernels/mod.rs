@@ -33,7 +33,7 @@ pub use attention::{
     attention, attention_partial_len, attention_splits, AttnOpts, DecodeRope, ATTN_TILE,
     MAX_ATTN_SPLITS, MAX_SPLIT_TOKENS,
 };
-pub use dispatch::{Cost, CostRule, Dispatch, Grid, Rows, StepInfo, StepUniform, When};
+pub use dispatch::{Cost, CostRule, Dispatch, Grid, Row, Rows, Seqs, StepInfo, StepUniform, When};
 pub use embed::embed;
 pub use glu::{glu, Activation};
 pub use mat::{mat, matvec_glu, matvec_glu_with, GpuWeight, MatOpts, WeightChunk};

@@ -17,6 +17,7 @@ const ROPE_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Uniform,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -95,17 +96,22 @@ impl KvType {
 pub struct KvBuffers<'a> {
     /// The QKV projection's output: per token the Q heads, then K, then V.
     pub qkv: &'a wgpu::Buffer,
+    /// The caches, `[n_seq, n_kv_head, ctx, head_dim]` each (a sequence per session of a
+    /// [`SessionSet`](crate::model::SessionSet); 1 for a session of its own).
     pub k_cache: &'a wgpu::Buffer,
     pub v_cache: &'a wgpu::Buffer,
     pub kv: KvType,
 }
 
 /// Q/K norm (when `qk_norm` gives the weights), RoPE (Q in place in `qkv`), and the K/V cache
-/// store for the pass.
+/// store for the pass, each row at its sequence and position (the step uniform, or the row table
+/// `rows` of [`Row`](super::Row)s).
+#[allow(clippy::too_many_arguments)]
 pub fn rope_store(
     gpu: &Gpu,
     b: &KvBuffers,
     step: &wgpu::Buffer,
+    rows: &wgpu::Buffer,
     heads: Heads,
     rope: RopeConfig,
     qk_norm: Option<(&wgpu::Buffer, &wgpu::Buffer, f32)>,
@@ -131,7 +137,7 @@ pub fn rope_store(
         gpu,
         "rope_store",
         &key(b.kv.variant("rope_store".into()), ROPE_LAYOUT),
-        &[b.qkv, b.k_cache, b.v_cache, qn, kn, &pbuf, step],
+        &[b.qkv, b.k_cache, b.v_cache, qn, kn, &pbuf, step, rows],
         When::Always,
         move |s| [slots, s.n_tokens, 1],
     )

@@ -115,11 +115,7 @@ pub async fn stream_read_bandwidth(gpu: &Gpu) -> Result<Option<f64>> {
         })
         .await?;
     let d = stream_read(gpu, &src, &sums, n, workgroups)?;
-    let s = super::StepInfo {
-        n_tokens: 1,
-        pos: 0,
-        n_out: 1,
-    };
+    let s = super::StepInfo::new(1, 0, 1);
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
     // The warm-up, then the timed runs, one compute pass each.
     {

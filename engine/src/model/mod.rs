@@ -3,8 +3,10 @@
 //! A [`Session`] plans its memory once (activations for a batch of up to `ubatch` tokens, the KV
 //! cache for `ctx` positions) and records the forward pass once as a list of dispatches. Each pass
 //! (a prompt chunk in prefill, one token in decode, the n+1 tokens of a speculative verification)
-//! replays that list with a new `StepInfo` in one compute pass and one submit.
+//! replays that list with a new `StepInfo` in one compute pass and one submit. A [`SessionSet`]
+//! is several sessions over one KV buffer per layer, whose decode steps run as one batched pass.
 
+mod batch;
 mod config;
 mod mtp;
 mod perplexity;
@@ -18,6 +20,7 @@ mod weights;
 use std::sync::Arc;
 
 pub use crate::kernels::KvType;
+pub use batch::SessionSet;
 pub use config::MoeConfig;
 pub use config::{Arch, Config, SlidingWindow};
 pub use perplexity::{perplexity, Perplexity};

@@ -194,16 +194,8 @@ impl Session {
     fn mtp_catch_up(&mut self, next: &[u32], pos0: u32) {
         let gpu = self.model.gpu.clone();
         let m = self.mtp.as_ref().expect("an MTP layer");
-        let main = StepInfo {
-            n_tokens: self.pos - pos0,
-            pos: pos0,
-            n_out: 0,
-        };
-        let s = StepInfo {
-            n_tokens: next.len() as u32,
-            pos: pos0,
-            n_out: 0,
-        };
+        let main = StepInfo::new(self.pos - pos0, pos0, 0);
+        let s = StepInfo::new(next.len() as u32, pos0, 0);
         gpu.queue
             .write_buffer(&m.bufs.tokens, 0, bytemuck::cast_slice(next));
         gpu.queue
@@ -236,11 +228,7 @@ impl Session {
         };
         let steps: Vec<StepUniform> = (0..draft_steps)
             .map(|i| StepUniform::from(draft_step(pos0, i)))
-            .chain([StepUniform::from(StepInfo {
-                n_tokens: catch_up,
-                pos: pos0,
-                n_out: 0,
-            })])
+            .chain([StepUniform::from(StepInfo::new(catch_up, pos0, 0))])
             .collect();
         let queue = &self.model.gpu.queue;
         queue.write_buffer(&m.steps, 0, bytemuck::cast_slice(&steps));
@@ -341,11 +329,7 @@ impl Session {
             encoder.copy_buffer_to_buffer(&self.act.tokens, 4, &m.bufs.tokens, 0, n as u64 * 4);
             let at = draft_steps as u64 * uniform;
             encoder.copy_buffer_to_buffer(&m.steps, at, &m.bufs.step, 0, uniform);
-            let catch_up = StepInfo {
-                n_tokens: n as u32,
-                pos: pos0,
-                n_out: 0,
-            };
+            let catch_up = StepInfo::new(n as u32, pos0, 0);
             m.record(&mut encoder, &catch_up, false);
             encoder.copy_buffer_to_buffer(&m.drafts, 0, &m.staging, fed as u64 * 4, n as u64 * 4);
         }
@@ -382,9 +366,5 @@ impl Session {
 /// Draft step `i` of a round whose first fed token is at `pos0`: the pair at MTP position
 /// `pos0 - 1 + i`.
 fn draft_step(pos0: u32, i: u32) -> StepInfo {
-    StepInfo {
-        n_tokens: 1,
-        pos: pos0 - 1 + i,
-        n_out: 1,
-    }
+    StepInfo::new(1, pos0 - 1 + i, 1)
 }

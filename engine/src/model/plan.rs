@@ -1,11 +1,12 @@
 //! The memory plan of a session, made once (llama2.c's `RunState`): activation buffers sized for
-//! one pass of `ubatch` tokens, the KV cache for `ctx` positions, and the checks that each fits a
-//! storage binding of the adapter, so a model too large for its settings fails here with what to
+//! one pass of `ubatch` tokens, the KV cache for `ctx` positions (of one sequence, or of every
+//! session of a [`SessionSet`](super::SessionSet) in one buffer per layer), and the checks that
+//! each fits a storage binding of the adapter, so a model too large for its settings fails here with what to
 //! lower rather than in a kernel. [`SessionOptions::check`] runs the same checks from the
 //! model's metadata alone, before its weights are uploaded.
 
 use crate::gpu::Gpu;
-use crate::kernels::{self, moe, Heads, KvType, StepUniform};
+use crate::kernels::{self, moe, Heads, KvType, Row, StepUniform};
 use crate::{Error, Result};
 
 use super::{Config, Ffn, Model};
@@ -42,13 +43,20 @@ impl SessionOptions {
     /// caches is not checked here: a device that runs out while uploading fails the upload with
     /// an out-of-memory error.
     pub fn check(&self, gpu: &Gpu, config: &Config) -> Result<()> {
-        check_sizes(gpu.max_binding(), config, config.n_ff as u64, *self).map(drop)
+        self.check_set(gpu, config, 1)
+    }
+
+    /// [`SessionOptions::check`] for a [`SessionSet`](super::SessionSet) of `n_seq` sessions,
+    /// whose KV caches share one buffer per layer.
+    pub fn check_set(&self, gpu: &Gpu, config: &Config, n_seq: u32) -> Result<()> {
+        check_sizes(gpu.max_binding(), config, config.n_ff as u64, *self)?;
+        check_kv(gpu.max_binding(), config, *self, n_seq)
     }
 }
 
-/// The size checks of a plan, `n_ff` the widest dense FFN: a batch's activations, the logits and
-/// one layer's KV cache must each fit a storage binding of `max_binding` bytes. Returns the most
-/// rows of logits one pass can return.
+/// The size checks of a plan's activations, `n_ff` the widest dense FFN: a batch's activations
+/// and the logits must each fit a storage binding of `max_binding` bytes. Returns the most rows
+/// of logits one pass can return.
 fn check_sizes(max_binding: u64, c: &Config, n_ff: u64, opts: SessionOptions) -> Result<u32> {
     if opts.ctx == 0 || opts.ubatch == 0 {
         return Err(Error::InvalidArgument(
@@ -70,21 +78,34 @@ fn check_sizes(max_binding: u64, c: &Config, n_ff: u64, opts: SessionOptions) ->
             });
         }
     }
-    let kv_bytes = kv_layer_bytes(c, opts);
+    Ok(max_out)
+}
+
+/// One layer's KV cache for `n_seq` sequences must fit a storage binding: attention reaches
+/// every sequence through one bind group.
+fn check_kv(max_binding: u64, c: &Config, opts: SessionOptions, n_seq: u32) -> Result<()> {
+    let kv_bytes = kv_layer_bytes(c, opts) * n_seq as u64;
     if kv_bytes > max_binding {
+        let lower = if n_seq > 1 {
+            "lower the context or the parallel slots"
+        } else {
+            "lower the context"
+        };
         return Err(Error::Limits {
             what: format!(
-                "a storage binding for one layer's KV cache of {} positions (lower the context)",
+                "a storage binding for one layer's KV cache of {} positions for {n_seq} \
+                 sequence(s) ({lower})",
                 opts.ctx
             ),
             need: kv_bytes,
             have: max_binding,
         });
     }
-    Ok(max_out)
+    Ok(())
 }
 
-/// Bytes of one layer's keys (or values) for `opts.ctx` positions ([`kv_positions`]).
+/// Bytes of one layer's keys (or values) for `opts.ctx` positions of one sequence
+/// ([`kv_positions`]).
 fn kv_layer_bytes(c: &Config, opts: SessionOptions) -> u64 {
     (c.n_kv_head * c.head_dim) as u64 * kv_positions(opts.ctx) as u64 * opts.kv.bytes()
 }
@@ -94,6 +115,26 @@ fn kv_layer_bytes(c: &Config, opts: SessionOptions) -> u64 {
 pub(super) fn kv_positions(ctx: u32) -> u32 {
     ctx.checked_next_multiple_of(kernels::ATTN_TILE)
         .unwrap_or(ctx)
+}
+
+/// The KV caches of `n_seq` sequences, one buffer per layer for keys and one for values, each
+/// `[n_seq, n_kv_head, ctx, head_dim]`: sequence i is session i's.
+pub(super) fn kv_caches(
+    gpu: &Gpu,
+    c: &Config,
+    opts: SessionOptions,
+    n_seq: u32,
+) -> Result<Vec<LayerKv>> {
+    check_kv(gpu.max_binding(), c, opts, n_seq)?;
+    let bytes = kv_layer_bytes(c, opts) * n_seq as u64;
+    (0..c.n_layer)
+        .map(|i| {
+            Ok(LayerKv {
+                k: gpu.storage(&format!("k_cache.{i}"), bytes)?,
+                v: gpu.storage(&format!("v_cache.{i}"), bytes)?,
+            })
+        })
+        .collect()
 }
 
 /// Activation buffers, sized for one pass of `ubatch` tokens (cloned handles: the MTP layer's
@@ -114,11 +155,14 @@ pub(super) struct Activations {
     pub argmax_partial: wgpu::Buffer, // [argmax_partial_len(max_out)] words: greedy sampling's slice winners
     pub targets: wgpu::Buffer,        // [max_out] u32: a verification's argmax of each output row
     pub step: wgpu::Buffer,           // StepUniform
+    pub rows: wgpu::Buffer,           // [ubatch] Row: the row table of a batched step (SessionSet)
     pub dummy: wgpu::Buffer,          // bound where a kernel's optional input is absent
     pub moe: Option<moe::MoeBuffers>, // router logits, routes, token lists, expert activations
 }
 
-/// One layer's KV cache: keys and values, `[ctx, n_kv_head * head_dim]` f32 each.
+/// One layer's KV cache: keys and values, `[n_seq, n_kv_head, ctx, head_dim]` each (f16 or f32,
+/// `SessionOptions::kv`); cloned handles where sessions share it.
+#[derive(Clone)]
 pub(super) struct LayerKv {
     pub k: wgpu::Buffer,
     pub v: wgpu::Buffer,
@@ -135,10 +179,10 @@ pub(super) struct MtpBuffers {
     pub kv: LayerKv,
 }
 
-/// Everything a session allocates up front.
+/// Everything a session allocates up front besides its KV cache (its own, or a share of a
+/// session set's: [`kv_caches`]).
 pub(super) struct Plan {
     pub act: Activations,
-    pub kv: Vec<LayerKv>,
     /// Where the model has an MTP layer.
     pub mtp: Option<MtpBuffers>,
     /// Most rows of logits one pass can return.
@@ -147,6 +191,34 @@ pub(super) struct Plan {
 
 impl Plan {
     pub fn new(gpu: &Gpu, model: &Model, opts: SessionOptions) -> Result<Plan> {
+        let c = &model.config;
+        let (act, max_out) = Activations::new(gpu, model, opts)?;
+        let b = opts.ubatch as u64;
+        let n = b * c.n_embd as u64;
+        let s = |label: &str, n: u64| gpu.storage(label, n * 4);
+        let kv_bytes = kv_layer_bytes(c, opts);
+        let mtp = match &model.weights.mtp {
+            Some(_) => Some(MtpBuffers {
+                tokens: s("mtp_tokens", b)?,
+                step: gpu.uniform("mtp_step", &StepUniform::default()),
+                h: s("mtp_h", n)?,
+                e: s("mtp_e", n)?,
+                eh: s("mtp_eh", 2 * n)?,
+                kv: LayerKv {
+                    k: gpu.storage("mtp_k_cache", kv_bytes)?,
+                    v: gpu.storage("mtp_v_cache", kv_bytes)?,
+                },
+            }),
+            None => None,
+        };
+        Ok(Plan { act, mtp, max_out })
+    }
+}
+
+impl Activations {
+    /// The activations of passes of up to `opts.ubatch` tokens; also returns the most rows of
+    /// logits one pass can return.
+    pub fn new(gpu: &Gpu, model: &Model, opts: SessionOptions) -> Result<(Activations, u32)> {
         let c = &model.config;
         let b = opts.ubatch as u64;
         let f = 4u64;
@@ -165,7 +237,6 @@ impl Plan {
             .unwrap_or(c.n_ff)
             .max(1) as u64;
         let max_out = check_sizes(gpu.max_binding(), c, n_ff, opts)?;
-        let kv_bytes = kv_layer_bytes(c, opts);
         let s = |label: &str, n: u64| gpu.storage(label, n * f);
         let heads = Heads {
             n_head: c.n_head,
@@ -191,6 +262,7 @@ impl Plan {
             )?,
             targets: s("targets", max_out as u64)?,
             step: gpu.uniform("step", &StepUniform::default()),
+            rows: gpu.storage("rows", b * size_of::<Row>() as u64)?,
             dummy: s("dummy", 4)?,
             moe: match &c.moe {
                 Some(m) => Some(moe::MoeBuffers::new(
@@ -203,34 +275,6 @@ impl Plan {
                 None => None,
             },
         };
-        let kv = (0..c.n_layer)
-            .map(|i| {
-                Ok(LayerKv {
-                    k: gpu.storage(&format!("k_cache.{i}"), kv_bytes)?,
-                    v: gpu.storage(&format!("v_cache.{i}"), kv_bytes)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let n = b * c.n_embd as u64;
-        let mtp = match &model.weights.mtp {
-            Some(_) => Some(MtpBuffers {
-                tokens: s("mtp_tokens", b)?,
-                step: gpu.uniform("mtp_step", &StepUniform::default()),
-                h: s("mtp_h", n)?,
-                e: s("mtp_e", n)?,
-                eh: s("mtp_eh", 2 * n)?,
-                kv: LayerKv {
-                    k: gpu.storage("mtp_k_cache", kv_bytes)?,
-                    v: gpu.storage("mtp_v_cache", kv_bytes)?,
-                },
-            }),
-            None => None,
-        };
-        Ok(Plan {
-            act,
-            kv,
-            mtp,
-            max_out,
-        })
+        Ok((act, max_out))
     }
 }

@@ -2,7 +2,7 @@
 //! the FLOPs it does (its [`Dispatch::cost`]): the first thing to read before changing a kernel
 //! (shared/MEASURE.md).
 
-use crate::kernels::{Dispatch, StepInfo, StepUniform};
+use crate::kernels::{Dispatch, Seqs, StepInfo, StepUniform};
 use crate::{Error, Result};
 
 use super::Session;
@@ -33,9 +33,8 @@ impl Session {
         }
         self.check_tokens(&vec![0; n_tokens as usize])?;
         let s = StepInfo {
-            n_tokens,
-            pos: self.pos,
-            n_out: 1,
+            seqs: Seqs::One(self.seq),
+            ..StepInfo::new(n_tokens, self.pos, 1)
         };
         let active: Vec<&Dispatch> = self
             .forward

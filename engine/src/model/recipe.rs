@@ -143,6 +143,7 @@ impl<'a> Recorder<'a> {
             self.gpu,
             &kv_buffers,
             &a.step,
+            &a.rows,
             heads,
             rope,
             qk_norm,
@@ -157,6 +158,7 @@ impl<'a> Recorder<'a> {
             &a.attn,
             &a.attn_partial,
             &a.step,
+            &a.rows,
             heads,
             AttnOpts {
                 scale: c.attn_scale,

@@ -5,12 +5,12 @@
 
 use std::sync::Arc;
 
-use crate::kernels::{self, Dispatch, StepInfo, StepUniform};
+use crate::kernels::{self, Dispatch, Seqs, StepInfo, StepUniform};
 use crate::sampling::Sampler;
 use crate::{Error, Result};
 
 use super::mtp::Mtp;
-use super::plan::{Activations, LayerKv, Plan};
+use super::plan::{kv_caches, Activations, LayerKv, Plan};
 use super::recipe::record_forward;
 use super::{Model, SessionOptions};
 
@@ -20,7 +20,10 @@ pub struct Session {
     /// Most rows of logits one pass can return.
     pub max_out: u32,
     pub(super) act: Activations,
+    /// Its KV cache: its own, or a share of a [`SessionSet`](super::SessionSet)'s.
     _kv: Vec<LayerKv>,
+    /// Its sequence in the KV buffers (its slot in a session set; 0 when it has its own).
+    pub(super) seq: u32,
     pub(super) forward: Vec<Dispatch>,
     pub(super) greedy: [Dispatch; 2],
     /// Greedy sampling of every output row into `act.targets` (a speculative verification).
@@ -59,19 +62,23 @@ pub(super) struct Readback {
 impl Session {
     pub async fn new(model: Arc<Model>, opts: SessionOptions) -> Result<Session> {
         let gpu = model.gpu.clone();
-        gpu.scoped("planning the session", || Session::plan(model, opts))
-            .await
+        gpu.scoped("planning the session", || {
+            let kv = kv_caches(&gpu, &model.config, opts, 1)?;
+            Session::plan(model, opts, kv, 0)
+        })
+        .await
     }
 
-    fn plan(model: Arc<Model>, opts: SessionOptions) -> Result<Session> {
+    /// A session over sequence `seq` of the KV caches `kv`.
+    pub(super) fn plan(
+        model: Arc<Model>,
+        opts: SessionOptions,
+        kv: Vec<LayerKv>,
+        seq: u32,
+    ) -> Result<Session> {
         let gpu = &*model.gpu;
         let c = &model.config;
-        let Plan {
-            act,
-            kv,
-            mtp,
-            max_out,
-        } = Plan::new(gpu, &model, opts)?;
+        let Plan { act, mtp, max_out } = Plan::new(gpu, &model, opts)?;
         let max_verify = max_out.min(opts.ubatch);
         let mtp = mtp
             .map(|b| Mtp::new(&model, &act, b, max_verify, opts))
@@ -110,6 +117,7 @@ impl Session {
             max_out,
             act,
             _kv: kv,
+            seq,
             forward,
             greedy,
             verify_greedy,
@@ -183,11 +191,7 @@ impl Session {
 
     /// Dispatches one token's decode records (a tracked number: launches are the budget).
     pub fn dispatches_per_token(&self) -> usize {
-        let s = StepInfo {
-            n_tokens: 1,
-            pos: 0,
-            n_out: 1,
-        };
+        let s = StepInfo::new(1, 0, 1);
         self.forward
             .iter()
             .chain(&self.greedy)
@@ -278,9 +282,8 @@ impl Session {
             self.sampled = None;
         }
         let s = StepInfo {
-            n_tokens,
-            pos: self.pos,
-            n_out,
+            seqs: Seqs::One(self.seq),
+            ..StepInfo::new(n_tokens, self.pos, n_out)
         };
         gpu.queue
             .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));

@@ -1,5 +1,5 @@
 //! What `GET /metrics` reports, in Prometheus' text format: requests by status, tokens read and
-//! generated, slots busy, requests waiting, and the generation speed of the last few seconds.
+//! generated (and how many of these by batched steps), slots busy, requests waiting, and the generation speed of the last few seconds.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write;
@@ -16,6 +16,8 @@ pub struct Metrics {
     requests: Mutex<BTreeMap<u16, u64>>,
     prompt_tokens: AtomicU64,
     completion_tokens: AtomicU64,
+    /// Tokens made by batched decode steps (several slots' steps in one forward pass).
+    batched_tokens: AtomicU64,
     /// Times the GPU device was lost (and the model loaded again).
     device_losses: AtomicU64,
     /// Requests holding a slot.
@@ -33,6 +35,11 @@ impl Metrics {
 
     pub fn count_prompt(&self, tokens: usize) {
         self.prompt_tokens
+            .fetch_add(tokens as u64, Ordering::Relaxed);
+    }
+
+    pub fn count_batched(&self, tokens: usize) {
+        self.batched_tokens
             .fetch_add(tokens as u64, Ordering::Relaxed);
     }
 
@@ -100,6 +107,12 @@ impl Metrics {
             "counter",
             "Tokens generated.",
             &one(self.completion_tokens.load(Ordering::Relaxed) as f64),
+        );
+        metric(
+            "tandem_batched_tokens_total",
+            "counter",
+            "Tokens made by batched decode steps (several slots' steps in one forward pass).",
+            &one(self.batched_tokens.load(Ordering::Relaxed) as f64),
         );
         metric(
             "tandem_device_losses_total",

@@ -47,7 +47,8 @@ pub struct ServeArgs {
     /// The model's name in the API [default: the file name without .gguf]
     #[arg(long)]
     pub alias: Option<String>,
-    /// KV-cache slots: requests generated at the same time (each holds its own context)
+    /// KV-cache slots: requests generated at the same time (each holds its own context; the
+    /// greedy ones decode together, one batched forward pass a step)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub parallel: u32,
     /// Requests that may wait for a slot; past that a request gets a 503
@@ -169,11 +170,9 @@ pub fn serve(args: ServeArgs) -> Result<()> {
 fn load(
     args: &ModelArgs,
     parallel: u32,
-) -> Result<(load::LoadedModel, Vec<tandem_engine::model::Session>)> {
-    let m = load::load_model(args)?;
-    let sessions = (0..parallel)
-        .map(|_| load::session(&m.model, args))
-        .collect::<Result<Vec<_>>>()?;
+) -> Result<(load::LoadedModel, tandem_engine::model::SessionSet)> {
+    let m = load::load_model(args, parallel)?;
+    let sessions = load::session_set(&m.model, args, parallel)?;
     Ok((m, sessions))
 }
 
@@ -199,7 +198,7 @@ fn run_engine(
         path: m.path,
         tokenizer: tokenizer.clone(),
         recommended: m.recommended,
-        ctx: sessions[0].opts.ctx,
+        ctx: sessions.session(0).opts.ctx,
     }));
     let mut sessions = Some(sessions);
     let mut waiting = VecDeque::new();

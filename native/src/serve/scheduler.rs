@@ -1,16 +1,17 @@
-//! The engine thread: it owns the GPU work of every slot (one [`Session`] each, on one loaded
-//! model) and takes jobs from the HTTP handlers through a channel, answering through each job's
-//! own channel.
+//! The engine thread: it owns the GPU work of every slot (one [`Session`] each of a
+//! [`SessionSet`], on one loaded model) and takes jobs from the HTTP handlers through a channel,
+//! answering through each job's own channel.
 //!
 //! A lost GPU device (a driver reset, an unplugged GPU, or `POST /debug/lose-device`) fails the
 //! replies in flight; [`Scheduler::run`] then hands back the requests still waiting, and the
 //! engine thread (mod.rs) loads the model again on a new device and goes on with them.
 //!
-//! Scheduling is interleaved: each turn of the loop starts waiting jobs in free slots (a prefill
-//! each), then runs one step of every running slot in turn ([`Scheduler::step_all`]), so a new
-//! prompt joins between two steps of the others. The steps are separate GPU passes; a batched
-//! pass (every running slot's decode step in one dispatch list) would replace `step_all`'s loop,
-//! and what the kernels need for it is in bench/serve/BATCHING.md.
+//! Scheduling is continuous batching: each turn of the loop starts waiting jobs in free slots (a
+//! prefill each), then runs one step of every running slot ([`Scheduler::step_all`]), so a new
+//! prompt joins between two steps of the others. The decode steps of the greedy slots run as one
+//! batched forward pass ([`SessionSet::decode_greedy`], bench/serve/BATCHING.md) that reads
+//! every weight once for all of them; a sampled slot (temperature > 0) runs its own pass, as
+//! does a greedy slot running alone (its session's pass runs ahead of the host).
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 use tandem_engine::generate::{GenerateOptions, Generation, Generator};
 use tandem_engine::gpu::Gpu;
-use tandem_engine::model::Session;
+use tandem_engine::model::{Session, SessionSet};
 use tandem_engine::tokenizer::Tokenizer;
 use tandem_engine::Error;
 use tokio::sync::mpsc::UnboundedSender;
@@ -88,7 +89,12 @@ impl Drop for Ticket {
 }
 
 pub struct Scheduler {
-    slots: Vec<Slot>,
+    /// One session a slot. Its KV cache keeps the last reply's tokens, so a request that shares
+    /// their prefix (the next turn of a conversation, the same system prompt) re-reads only the
+    /// rest.
+    sessions: SessionSet,
+    /// The reply each slot is generating.
+    running: Vec<Option<Running>>,
     tokenizer: Arc<Tokenizer>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
@@ -96,13 +102,6 @@ pub struct Scheduler {
     gpu: Arc<Gpu>,
     /// A GPU call failed since the device was last checked: it may be lost.
     suspect: bool,
-}
-
-struct Slot {
-    /// Its KV cache keeps the last reply's tokens, so a request that shares their prefix (the
-    /// next turn of a conversation, the same system prompt) re-reads only the rest.
-    session: Session,
-    running: Option<Running>,
 }
 
 struct Running {
@@ -116,21 +115,15 @@ struct Running {
 impl Scheduler {
     /// The slots, one a session; `sessions` is not empty.
     pub fn new(
-        sessions: Vec<Session>,
+        sessions: SessionSet,
         tokenizer: Arc<Tokenizer>,
         metrics: Arc<Metrics>,
         health: Arc<Health>,
     ) -> Self {
-        let gpu = sessions[0].model.gpu.clone();
-        let slots = sessions
-            .into_iter()
-            .map(|session| Slot {
-                session,
-                running: None,
-            })
-            .collect();
+        let gpu = sessions.session(0).model.gpu.clone();
         Scheduler {
-            slots,
+            running: (0..sessions.len()).map(|_| None).collect(),
+            sessions,
             tokenizer,
             metrics,
             health,
@@ -143,7 +136,7 @@ impl Scheduler {
     /// stopped taking requests) and every admitted job is answered, or until the device is lost.
     pub fn run(mut self, commands: &Receiver<Command>, mut waiting: VecDeque<Job>) -> Outcome {
         loop {
-            if waiting.is_empty() && self.slots.iter().all(|s| s.running.is_none()) {
+            if waiting.is_empty() && self.running.iter().all(Option::is_none) {
                 match commands.recv() {
                     Ok(c) => self.take(c, &mut waiting),
                     Err(_) => return Outcome::Closed,
@@ -196,8 +189,8 @@ impl Scheduler {
 
     /// Fails every running reply: the device is lost.
     fn fail_running(&mut self, reason: &str) {
-        for slot in &mut self.slots {
-            if let Some(r) = slot.running.take() {
+        for running in &mut self.running {
+            if let Some(r) = running.take() {
                 self.metrics.running.fetch_sub(1, Ordering::SeqCst);
                 answer(r.job, Event::Failed(lost_message(reason)));
             }
@@ -213,24 +206,19 @@ impl Scheduler {
                 .take_while(|(a, b)| a == b)
                 .count()
         };
-        (0..self.slots.len())
-            .filter(|&i| self.slots[i].running.is_none())
-            .max_by_key(|&i| (common(&self.slots[i].session), usize::MAX - i))
+        (0..self.running.len())
+            .filter(|&i| self.running[i].is_none())
+            .max_by_key(|&i| (common(self.sessions.session(i)), usize::MAX - i))
     }
 
     /// Feeds the job's prompt in slot `i`; gives the job back if the device is lost.
     fn start(&mut self, i: usize, job: Job) -> Result<(), Job> {
-        let slot = &mut self.slots[i];
         self.metrics.count_prompt(job.prompt.len());
-        let started = pollster::block_on(Generator::start(
-            &mut slot.session,
-            None,
-            &job.prompt,
-            &job.opts,
-        ));
+        let session = self.sessions.session_mut(i);
+        let started = pollster::block_on(Generator::start(session, None, &job.prompt, &job.opts));
         match started {
             Ok(gen) => {
-                slot.running = Some(Running {
+                self.running[i] = Some(Running {
                     stop: StopMatcher::new(job.stop.clone()),
                     job,
                     gen,
@@ -243,7 +231,7 @@ impl Scheduler {
                 return Err(job);
             }
             Err(e) => {
-                slot.session.truncate(0);
+                self.sessions.session_mut(i).truncate(0);
                 self.suspect = true;
                 answer(job, Event::Failed(e.to_string()));
             }
@@ -251,52 +239,86 @@ impl Scheduler {
         Ok(())
     }
 
-    /// One step of every running slot, in turn: hands out the tokens its last pass made and
-    /// runs its next pass; a reply that ended (an end token, a stop string, the token budget,
-    /// the client gone) leaves its slot.
+    /// One step of every running slot: hands out the tokens its last pass made, then makes its
+    /// next ones, the greedy slots' in one batched pass when two or more run; a reply that
+    /// ended (an end token, a stop string, the token budget, the client gone) leaves its slot.
     fn step_all(&mut self) {
-        for slot in &mut self.slots {
-            let Some(r) = &mut slot.running else {
+        // Greedy slots whose next token comes from the batched pass, and slots that run their own.
+        let (mut batch, mut own) = (Vec::new(), Vec::new());
+        for i in 0..self.running.len() {
+            let Some(r) = &mut self.running[i] else {
                 continue;
             };
-            let more = if r.job.events.is_closed() {
-                Ok(false)
-            } else {
+            let more = !r.job.events.is_closed() && {
                 let (events, stop) = (&r.job.events, &mut r.stop);
-                pollster::block_on(r.gen.step(&mut slot.session, None, &self.tokenizer, |p| {
-                    pass_on(events, stop, p)
-                }))
+                let session = self.sessions.session(i);
+                r.gen
+                    .hand_out(session, &self.tokenizer, |p| pass_on(events, stop, p))
             };
             let n = r.gen.tokens().len();
             self.metrics.count_generated(n - r.counted);
             r.counted = n;
-            let (job, last) = match more {
-                Ok(true) => continue,
-                Ok(false) => {
-                    let Running {
-                        job, gen, mut stop, ..
-                    } = slot.running.take().expect("running");
-                    let g = gen.finish(|p| pass_on(&job.events, &mut stop, p));
-                    let rest = stop.flush();
-                    if !rest.is_empty() {
-                        let _ = job.events.send(Event::Text(rest));
+            if !more {
+                self.finish(i);
+            } else if r.gen.batchable() {
+                batch.push(i);
+            } else {
+                own.push(i);
+            }
+        }
+        // Alone, a greedy slot's own pass runs ahead of the host, which a batched step does not.
+        if batch.len() == 1 {
+            own.append(&mut batch);
+        }
+        if !batch.is_empty() {
+            match pollster::block_on(self.sessions.decode_greedy(&batch)) {
+                Ok(ids) => {
+                    self.metrics.count_batched(ids.len());
+                    for (&i, id) in batch.iter().zip(ids) {
+                        if let Some(r) = &mut self.running[i] {
+                            r.gen.take(id);
+                        }
                     }
-                    (job, Event::Done(g))
                 }
-                // Failed with the others once `/health` says why (`run`).
-                Err(Error::DeviceLost(_)) => {
-                    self.suspect = true;
-                    continue;
-                }
-                Err(e) => {
-                    let job = slot.running.take().expect("running").job;
-                    slot.session.truncate(0);
-                    self.suspect = true;
-                    (job, Event::Failed(e.to_string()))
-                }
+                Err(e) => batch.iter().for_each(|&i| self.failed(i, &e)),
+            }
+        }
+        for i in own {
+            let Some(r) = &mut self.running[i] else {
+                continue;
             };
+            let session = self.sessions.session_mut(i);
+            if let Err(e) = pollster::block_on(r.gen.advance(session, None)) {
+                self.failed(i, &e);
+            }
+        }
+    }
+
+    /// Slot `i`'s reply is complete: the text held back, then the end.
+    fn finish(&mut self, i: usize) {
+        let Running {
+            job, gen, mut stop, ..
+        } = self.running[i].take().expect("running");
+        let g = gen.finish(|p| pass_on(&job.events, &mut stop, p));
+        let rest = stop.flush();
+        if !rest.is_empty() {
+            let _ = job.events.send(Event::Text(rest));
+        }
+        self.metrics.running.fetch_sub(1, Ordering::SeqCst);
+        answer(job, Event::Done(g));
+    }
+
+    /// Slot `i`'s pass failed with `e`: a lost device fails every reply once `/health` says why
+    /// (`run`); any other error fails this reply and clears its session.
+    fn failed(&mut self, i: usize, e: &Error) {
+        self.suspect = true;
+        if matches!(e, Error::DeviceLost(_)) {
+            return;
+        }
+        if let Some(r) = self.running[i].take() {
+            self.sessions.session_mut(i).truncate(0);
             self.metrics.running.fetch_sub(1, Ordering::SeqCst);
-            answer(job, last);
+            answer(r.job, Event::Failed(e.to_string()));
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::{assert_close, gpu, random_f32, read, run_dispatches, step_buffer, upload, ROPE_TOL};
 use crate::kernels::{
     self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, KvType, NormOpts,
-    RopeConfig, Rows, StepInfo, When,
+    RopeConfig, Row, Rows, Seqs, StepInfo, When,
 };
 
 /// `v` as a cache of type `kv` holds it (wgsl/common/kv_f16.wgsl rounds to f16).
@@ -46,6 +46,10 @@ fn kv_tol(kv: KvType) -> (f64, f32) {
     }
 }
 
+/// The matrix-unit attention (attention_coop.wgsl) rounds q and the probabilities to f16 (2^-11
+/// relative each).
+const COOP_TOL: (f64, f32) = (1e-5, 4e-3);
+
 /// Head shapes: one head, 4/1 (Gemma-3-270M: GQA with heads of 256), 9/3 (SmolLM2), 8/8 (MHA),
 /// and heads of 96 and 80, whose vec4 chunks do not divide a workgroup evenly.
 const HEAD_SHAPES: &[(u32, u32, u32)] = &[
@@ -81,6 +85,8 @@ const PASSES: &[(u32, u32, u32, f32)] = &[
 async fn attention_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
+    // The row table: unread by passes over one sequence.
+    let dummy = gpu.storage("rows", 16).unwrap();
     let ctx = 512u32;
     for &(nh, nkv, hd) in HEAD_SHAPES {
         let heads = Heads {
@@ -123,6 +129,7 @@ async fn attention_matches_the_reference() {
                 &ob,
                 &pb,
                 &step,
+                &dummy,
                 heads,
                 AttnOpts {
                     scale,
@@ -134,11 +141,7 @@ async fn attention_matches_the_reference() {
                 },
             )
             .unwrap();
-            let s = StepInfo {
-                n_tokens,
-                pos,
-                n_out: 1,
-            };
+            let s = StepInfo::new(n_tokens, pos, 1);
             run_dispatches(&gpu, &[&d[0], &d[1]], s, &step).await;
             let want =
                 reference::attention(&q, &k, &v, heads, pos, n_tokens, scale, window, softcap);
@@ -146,13 +149,12 @@ async fn attention_matches_the_reference() {
                 "heads {nh}/{nkv} of {hd}, pos {pos}, tokens {n_tokens}, window {window}, softcap {softcap}, {kv:?} cache, splits {}",
                 kernels::attention_splits(&s)
             );
-            // The matrix-unit kernel rounds q and the probabilities to f16 (2^-11 relative).
-            let (kernel, nmse, max_abs) = if kernels::attention::coop_fits(&gpu, &heads, kv)
+            let (kernel, (nmse, max_abs)) = if kernels::attention::coop_fits(&gpu, &heads, kv)
                 && n_tokens > kernels::attention::MAX_SPLIT_TOKENS
             {
-                ("attention_coop", 1e-5, 4e-3)
+                ("attention_coop", COOP_TOL)
             } else {
-                ("attention", 1e-10, 2e-5)
+                ("attention", (1e-10, 2e-5))
             };
             assert_close(
                 kernel,
@@ -244,6 +246,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                     kv,
                 },
                 &step,
+                &dummy,
                 heads,
                 rope,
                 qk_norm,
@@ -260,6 +263,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                 &ob,
                 &pb,
                 &step,
+                &dummy,
                 heads,
                 AttnOpts {
                     scale,
@@ -271,11 +275,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                 },
             )
             .unwrap();
-            let s = StepInfo {
-                n_tokens,
-                pos,
-                n_out: 1,
-            };
+            let s = StepInfo::new(n_tokens, pos, 1);
             run_dispatches(&gpu, &[&rs, &d[0], &d[1]], s, &step).await;
             let (mut want_qkv, mut want_k, mut want_v) = (qkv.clone(), k.clone(), v.clone());
             reference::rope_store(
@@ -330,6 +330,253 @@ async fn attention_with_decode_prologue_matches_the_reference() {
     }
 }
 
+/// The attention block (rope_store for passes of several rows, attention with its decode
+/// prologue, the combine) over KV caches of several sequences `[n_seq, n_kv_head, ctx, head_dim]`:
+/// a batched step whose row table puts rows of different sequences at unrelated positions (one
+/// row: the decode prologue reads the table too), and a prompt chunk into one sequence of them
+/// (`Seqs::One`). Each row must equal reference::rope_store then reference::attention on its own
+/// sequence's cache alone, and only its own sequence's cache may change.
+async fn attention_over_a_row_table_matches_each_row_alone() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 16).unwrap();
+    // A cache of whole 64-key tiles, so that a long chunk takes the matrix-unit kernel where
+    // the adapter has one.
+    let (ctx, n_seq) = (320u32, 4u32);
+    // Per case: the rows (sequence, position), or a chunk of n tokens of one sequence from a
+    // position (Seqs::One). Lengths differ, so with the longest row's splits the short rows'
+    // last parts are empty.
+    enum Pass {
+        Table(&'static [(u32, u32)]),
+        Chunk { seq: u32, pos: u32, n: u32 },
+    }
+    let passes = [
+        Pass::Table(&[(2, 130)]),
+        Pass::Table(&[(2, 130), (0, 0), (3, 299), (1, 37)]),
+        Pass::Table(&[(1, 5), (3, 64), (0, 200)]),
+        Pass::Chunk {
+            seq: 2,
+            pos: 20,
+            n: 5,
+        },
+        Pass::Chunk {
+            seq: 2,
+            pos: 20,
+            n: 40,
+        },
+    ];
+    // (heads, kv heads, head size, rotated, NeoX, q/k norm eps, window)
+    for (nh, nkv, hd, n_rot, neox, qk_eps, window) in [
+        (9u32, 3u32, 64u32, 64u32, true, None, 0u32),
+        (4, 1, 256, 256, true, Some(1e-6f32), 0),
+        (6, 2, 96, 32, false, Some(1e-5), 8),
+    ] {
+        let heads = Heads {
+            n_head: nh,
+            n_kv_head: nkv,
+            head_dim: hd,
+            ctx,
+        };
+        let rope = RopeConfig {
+            n_rot,
+            neox,
+            theta_base: 10000.0,
+            freq_scale: 1.0,
+        };
+        let pb = gpu
+            .storage("partial", kernels::attention_partial_len(&heads) * 4)
+            .unwrap();
+        let both = qk_eps.is_some() && kernels::subgroups_fit(&gpu, 256);
+        let variants = passes.iter().enumerate().flat_map(|(i, p)| {
+            [KvType::F16, KvType::F32].into_iter().flat_map(move |kv| {
+                [(i, p, kv, true)]
+                    .into_iter()
+                    .chain(both.then_some((i, p, kv, false)))
+            })
+        });
+        for (case, pass, kv, subgroups) in variants {
+            // The rows of the pass, (sequence, position) each.
+            let rows: Vec<(u32, u32)> = match pass {
+                Pass::Table(r) => r.to_vec(),
+                Pass::Chunk { seq, pos, n } => (0..*n).map(|t| (*seq, pos + t)).collect(),
+            };
+            let n_tokens = rows.len() as u32;
+            let stride = ((nh + 2 * nkv) * hd) as usize;
+            let seed = (nh * 100 + hd + case as u32) as u64;
+            let qkv = random_f32(seed, n_tokens as usize * stride, 1.5);
+            let qn = random_f32(seed + 1, hd as usize, 1.5);
+            let kn = random_f32(seed + 2, hd as usize, 1.5);
+            let seq_len = (nkv * ctx * hd) as usize;
+            let mut k = random_f32(seed + 3, n_seq as usize * seq_len, 1.0);
+            let mut v = random_f32(seed + 4, n_seq as usize * seq_len, 1.0);
+            // Each sequence holds keys below its first row's position; past that nothing may
+            // be read (NaN shows a leak, from another sequence too).
+            let (hd_u, row_len) = (hd as usize, (ctx * hd) as usize);
+            let held = |s: u32| rows.iter().find(|r| r.0 == s).map(|r| r.1);
+            for s in 0..n_seq {
+                let from = held(s).unwrap_or(0) as usize;
+                for kvh in 0..nkv as usize {
+                    let head = s as usize * seq_len + kvh * row_len;
+                    k[head + from * hd_u..head + row_len].fill(f32::NAN);
+                    v[head + from * hd_u..head + row_len].fill(f32::NAN);
+                }
+            }
+            let (k, v) = (kv_round(&k, kv), kv_round(&v, kv));
+            let qkvb = upload(&gpu, "qkv", &qkv);
+            let qnb = upload(&gpu, "qn", &qn);
+            let knb = upload(&gpu, "kn", &kn);
+            let kb = upload_kv(&gpu, "k", &k, kv);
+            let vb = upload_kv(&gpu, "v", &v, kv);
+            let table: Vec<Row> = rows.iter().map(|&(seq, pos)| Row { seq, pos }).collect();
+            let rowsb = upload(&gpu, "rows", &table);
+            let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
+            let qk_norm = qk_eps.map(|e| (&qnb, &knb, e));
+            let kvbufs = KvBuffers {
+                qkv: &qkvb,
+                k_cache: &kb,
+                v_cache: &vb,
+                kv,
+            };
+            let rs =
+                kernels::rope_store(&gpu, &kvbufs, &step, &rowsb, heads, rope, qk_norm, &dummy)
+                    .unwrap()
+                    .only(When::Batch);
+            let scale = 1.0 / (hd as f32).sqrt();
+            let d = kernels::attention(
+                &gpu,
+                &qkvb,
+                &kb,
+                &vb,
+                &ob,
+                &pb,
+                &step,
+                &rowsb,
+                heads,
+                AttnOpts {
+                    scale,
+                    window,
+                    softcap: 0.0,
+                    decode_rope: Some(DecodeRope { rope, qk_norm }),
+                    subgroups,
+                    kv,
+                },
+            )
+            .unwrap();
+            let s = match pass {
+                Pass::Table(_) => StepInfo {
+                    seqs: Seqs::Table {
+                        keys: rows.iter().map(|r| r.1 + 1).max().unwrap(),
+                    },
+                    ..StepInfo::new(n_tokens, 0, n_tokens)
+                },
+                Pass::Chunk { seq, pos, n } => StepInfo {
+                    seqs: Seqs::One(*seq),
+                    ..StepInfo::new(*n, *pos, 1)
+                },
+            };
+            run_dispatches(&gpu, &[&rs, &d[0], &d[1]], s, &step).await;
+            // The reference: each sequence's rows alone on its own cache.
+            let (mut want_k, mut want_v) = (k.clone(), v.clone());
+            let mut want = vec![0.0; (n_tokens * nh * hd) as usize];
+            let out_len = (nh * hd) as usize;
+            for seq in 0..n_seq {
+                let ts: Vec<usize> = (0..rows.len()).filter(|&t| rows[t].0 == seq).collect();
+                let Some(&t0) = ts.first() else { continue };
+                let span = s_range(seq as usize, seq_len);
+                let mut q: Vec<f32> = ts
+                    .iter()
+                    .flat_map(|&t| qkv[t * stride..(t + 1) * stride].to_vec())
+                    .collect();
+                let pos = rows[t0].1;
+                reference::rope_store(
+                    &mut q,
+                    &mut want_k[span.clone()],
+                    &mut want_v[span.clone()],
+                    heads,
+                    &rope,
+                    qk_eps.map(|e| (&qn[..], &kn[..], e)),
+                    pos,
+                    ts.len() as u32,
+                );
+                let (rk, rv) = (
+                    kv_round(&want_k[span.clone()], kv),
+                    kv_round(&want_v[span.clone()], kv),
+                );
+                let o = reference::attention(
+                    &q,
+                    &rk,
+                    &rv,
+                    heads,
+                    pos,
+                    ts.len() as u32,
+                    scale,
+                    window,
+                    0.0,
+                );
+                for (j, &t) in ts.iter().enumerate() {
+                    want[t * out_len..(t + 1) * out_len]
+                        .copy_from_slice(&o[j * out_len..(j + 1) * out_len]);
+                }
+            }
+            let shape = format!(
+                "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, window {window}, rows (seq, pos) {rows:?}, {s:?}, {kv:?} cache, subgroups {}",
+                subgroups && kernels::subgroups_fit(&gpu, 256)
+            );
+            let (nmse, max_abs) = if kernels::attention::coop_fits(&gpu, &heads, kv)
+                && n_tokens > kernels::attention::MAX_SPLIT_TOKENS
+                && matches!(s.seqs, Seqs::One(_))
+            {
+                COOP_TOL
+            } else {
+                ROPE_TOL
+            };
+            assert_close(
+                "attention (row table)",
+                &shape,
+                &read(&gpu, &ob, want.len()).await,
+                &want,
+                nmse,
+                max_abs,
+            );
+            // Every sequence's cache below its last row (NaN past it): the rows' keys and
+            // values written, the rest as it was.
+            let written = |c: &[f32]| -> Vec<f32> {
+                (0..n_seq)
+                    .flat_map(|s| {
+                        let end = rows
+                            .iter()
+                            .filter(|r| r.0 == s)
+                            .map(|r| r.1 as usize + 1)
+                            .max()
+                            .unwrap_or(0);
+                        let base = s as usize * seq_len;
+                        (0..nkv as usize).flat_map(move |kvh| {
+                            let head = base + kvh * row_len;
+                            c[head..head + end * hd_u].to_vec()
+                        })
+                    })
+                    .collect()
+            };
+            let len = k.len();
+            for (what, got, want) in [("k cache", &kb, &want_k), ("v cache", &vb, &want_v)] {
+                assert_close(
+                    &format!("attention (row table, {what})"),
+                    &shape,
+                    &written(&read_kv(&gpu, got, len, kv).await),
+                    &written(&kv_round(want, kv)),
+                    kv_tol(kv).0,
+                    kv_tol(kv).1,
+                );
+            }
+        }
+    }
+}
+
+/// The elements of sequence `s` in a cache of sequences of `len` elements each.
+fn s_range(s: usize, len: usize) -> std::ops::Range<usize> {
+    s * len..(s + 1) * len
+}
+
 async fn rope_store_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
@@ -382,23 +629,14 @@ async fn rope_store_matches_the_reference() {
                     kv,
                 },
                 &step,
+                &dummy,
                 heads,
                 rope,
                 qk_eps.map(|e| (&qnb, &knb, e)),
                 &dummy,
             )
             .unwrap();
-            run_dispatches(
-                &gpu,
-                &[&d],
-                StepInfo {
-                    n_tokens,
-                    pos,
-                    n_out: 1,
-                },
-                &step,
-            )
-            .await;
+            run_dispatches(&gpu, &[&d], StepInfo::new(n_tokens, pos, 1), &step).await;
             let mut want_qkv = qkv.clone();
             let (mut want_k, mut want_v) = (vec![0.0; cache_len], vec![0.0; cache_len]);
             reference::rope_store(
@@ -498,17 +736,7 @@ async fn rmsnorm_matches_the_reference() {
             },
         )
         .unwrap();
-        run_dispatches(
-            &gpu,
-            &[&d],
-            StepInfo {
-                n_tokens,
-                pos: 0,
-                n_out,
-            },
-            &step,
-        )
-        .await;
+        run_dispatches(&gpu, &[&d], StepInfo::new(n_tokens, 0, n_out), &step).await;
         let (first, count) = match rows {
             Rows::Tokens => (0, n_tokens),
             Rows::Out => (n_tokens - n_out, n_out),
@@ -562,17 +790,7 @@ async fn glu_matches_the_reference() {
         let gub = upload(&gpu, "gu", &gu);
         let hb = gpu.storage("h", (n_tokens * n) as u64 * 4).unwrap();
         let d = kernels::glu(&gpu, &gub, &hb, &step, n, act, When::Always).unwrap();
-        run_dispatches(
-            &gpu,
-            &[&d],
-            StepInfo {
-                n_tokens,
-                pos: 0,
-                n_out: 1,
-            },
-            &step,
-        )
-        .await;
+        run_dispatches(&gpu, &[&d], StepInfo::new(n_tokens, 0, 1), &step).await;
         let want = reference::glu(&gu, n as usize, n_tokens as usize, act);
         let shape = format!("n {n}, tokens {n_tokens}, {act:?}");
         assert_close(
@@ -589,6 +807,7 @@ async fn glu_matches_the_reference() {
 super::gpu_tests!(
     attention_matches_the_reference,
     attention_with_decode_prologue_matches_the_reference,
+    attention_over_a_row_table_matches_each_row_alone,
     rope_store_matches_the_reference,
     rmsnorm_matches_the_reference,
     glu_matches_the_reference

@@ -7,11 +7,7 @@ use crate::kernels::moe::{expert_cost, routed_experts};
 use crate::kernels::{Cost, Heads, StepInfo};
 
 fn step(n_tokens: u32, pos: u32) -> StepInfo {
-    StepInfo {
-        n_tokens,
-        pos,
-        n_out: 1,
-    }
+    StepInfo::new(n_tokens, pos, 1)
 }
 
 #[test]

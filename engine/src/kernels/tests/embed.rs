@@ -19,11 +19,7 @@ async fn embed_every_type_and_chunked_table() {
             let tb = upload(&gpu, "tokens", &tokens);
             let yb = gpu.storage("y", (tokens.len() * cols) as u64 * 4).unwrap();
             let d = kernels::embed(&gpu, &gw, &tb, &yb, &step, 0.5).unwrap();
-            let s = StepInfo {
-                n_tokens: tokens.len() as u32,
-                pos: 0,
-                n_out: 1,
-            };
+            let s = StepInfo::new(tokens.len() as u32, 0, 1);
             run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
             let want: Vec<f32> = tokens
                 .iter()
@@ -61,11 +57,7 @@ async fn embed_random_blocks_every_type() {
             let yb = gpu.storage("y", (tokens.len() * cols) as u64 * 4).unwrap();
             let scale = 1.5;
             let d = kernels::embed(&gpu, &gw, &tb, &yb, &step, scale).unwrap();
-            let s = StepInfo {
-                n_tokens: tokens.len() as u32,
-                pos: 0,
-                n_out: 1,
-            };
+            let s = StepInfo::new(tokens.len() as u32, 0, 1);
             run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
             let want: Vec<f32> = tokens
                 .iter()

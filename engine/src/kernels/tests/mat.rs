@@ -298,11 +298,7 @@ async fn mat_every_type_and_shape() {
                     },
                 )
                 .unwrap();
-                let s = StepInfo {
-                    n_tokens: n as u32,
-                    pos: 0,
-                    n_out: 1,
-                };
+                let s = StepInfo::new(n as u32, 0, 1);
                 run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
                 let got = read(&gpu, &yb, n * rows).await;
                 let xr = x_read(&gpu, MatvecShape::for_adapter(&gpu), t.ty, n, &x);
@@ -362,17 +358,9 @@ async fn matvec_norm_prologue_and_output_rows() {
         )
         .unwrap();
         // A batched pass skips the decode-only dispatch; a one-token pass runs it.
-        let batch = StepInfo {
-            n_tokens: 4,
-            pos: 0,
-            n_out: 1,
-        };
+        let batch = StepInfo::new(4, 0, 1);
         assert!(d.iter().all(|d| (d.grid)(&batch).is_none()));
-        let s = StepInfo {
-            n_tokens: 1,
-            pos: 0,
-            n_out: 1,
-        };
+        let s = StepInfo::new(1, 0, 1);
         run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
         assert_close(
             "matvec+norm",
@@ -433,17 +421,7 @@ async fn matvec_glu_every_type() {
                 )
                 .unwrap()
                 .expect("one chunk");
-                run_dispatches(
-                    &gpu,
-                    &[&d],
-                    StepInfo {
-                        n_tokens: 1,
-                        pos: 0,
-                        n_out: 1,
-                    },
-                    &step,
-                )
-                .await;
+                run_dispatches(&gpu, &[&d], StepInfo::new(1, 0, 1), &step).await;
                 let name = format!("{} n_ff {n_ff} {act:?} {}", t.ty, shape_name(&gpu, shape));
                 assert_close(
                     "matvec_glu",
@@ -519,11 +497,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                 )
                 .unwrap();
                 assert_eq!(d.len(), splits.len() + 1, "one dispatch per chunk");
-                let s = StepInfo {
-                    n_tokens: n as u32,
-                    pos: 0,
-                    n_out: 1,
-                };
+                let s = StepInfo::new(n as u32, 0, 1);
                 run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
                 let got = read(&gpu, &yb, n * stride).await;
                 let xr = x_read(
@@ -592,11 +566,7 @@ async fn mat_output_rows_every_type() {
                 },
             )
             .unwrap();
-            let s = StepInfo {
-                n_tokens: n_tokens as u32,
-                pos: 0,
-                n_out: n_out as u32,
-            };
+            let s = StepInfo::new(n_tokens as u32, 0, n_out as u32);
             run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
             let got = read(&gpu, &yb, n_tokens * rows).await;
             let xr = x_read(&gpu, MatvecShape::for_adapter(&gpu), ty, n_out, &x);

@@ -160,11 +160,7 @@ async fn moe_router_against_reference() {
                 &r,
             )
             .unwrap();
-            let s = StepInfo {
-                n_tokens: n_tokens as u32,
-                pos: 0,
-                n_out: 1,
-            };
+            let s = StepInfo::new(n_tokens as u32, 0, 1);
             run_dispatches(&gpu, &[&d], s, &step).await;
             let got = read_route(&gpu, &route, n_tokens * r.k as usize).await;
             for t in 0..n_tokens {
@@ -320,11 +316,7 @@ async fn run_moe(
         shape,
     )
     .unwrap();
-    let s = StepInfo {
-        n_tokens: n_tokens as u32,
-        pos: 0,
-        n_out: 1,
-    };
+    let s = StepInfo::new(n_tokens as u32, 0, 1);
     run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
     let got = read(&gpu, &resid, n_tokens * emb).await;
 
@@ -496,12 +488,7 @@ async fn moe_sort_lists_every_route_in_order() {
             topk_group: 1,
         };
         let d = moe::sort(&gpu, &rb, &lb, &step, &r).unwrap();
-        let s = StepInfo {
-            n_tokens,
-            pos: 0,
-            n_out: 1,
-        };
-        run_dispatches(&gpu, &[&d], s, &step).await;
+        run_dispatches(&gpu, &[&d], StepInfo::new(n_tokens, 0, 1), &step).await;
         let got: Vec<u32> = read(&gpu, &lb, lists_len)
             .await
             .iter()

@@ -6,11 +6,7 @@ use crate::gpu::Gpu;
 use crate::kernels::{self, reference, StepInfo};
 use crate::sampling::{reference_sample, SamplerParams};
 
-const STEP: StepInfo = StepInfo {
-    n_tokens: 1,
-    pos: 0,
-    n_out: 1,
-};
+const STEP: StepInfo = StepInfo::new(1, 0, 1);
 
 async fn read_token(gpu: &Gpu, tokens: &wgpu::Buffer) -> u32 {
     let b = gpu.read(tokens, 0, 4).await.unwrap();
@@ -35,11 +31,7 @@ async fn gpu_argmax_rows(logits: &[f32], n_vocab: usize, n_out: u32, max_rows: u
     let words = kernels::argmax_partial_len(n_vocab, max_rows) as usize;
     let pb = upload(&gpu, "argmax partial", &vec![0xffff_ffffu32; words]);
     let [s1, s2] = kernels::argmax(&gpu, &lb, &tb, &pb, n_vocab, max_rows).unwrap();
-    let s = StepInfo {
-        n_tokens: n_out.max(1),
-        pos: 0,
-        n_out,
-    };
+    let s = StepInfo::new(n_out.max(1), 0, n_out);
     run_dispatches(&gpu, &[&s1, &s2], s, &step).await;
     let b = gpu.read(&tb, 0, (max_rows as u64 + 1) * 4).await.unwrap();
     bytemuck::pod_collect_to_vec(&b)

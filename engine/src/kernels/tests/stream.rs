@@ -28,11 +28,7 @@ async fn stream_read_sums_every_word() {
         let threads = (wgs * STREAM_WG) as usize;
         let sums = gpu.storage("sums", threads as u64 * 4).unwrap();
         let d = stream_read(&gpu, &src, &sums, n, wgs).unwrap();
-        let s = StepInfo {
-            n_tokens: 1,
-            pos: 0,
-            n_out: 1,
-        };
+        let s = StepInfo::new(1, 0, 1);
         assert_eq!((d.cost)(&s).bytes, n as f64 * 16.0);
         run_dispatches(&gpu, &[&d], s, &step).await;
         let got: Vec<u32> =
