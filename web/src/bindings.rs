@@ -57,7 +57,7 @@ impl ChunkReader for JsReader {
             .ok_or_else(|| Error::InvalidArgument("not a stream reader".into()))?;
         let promise: Promise = read
             .call0(&self.0)
-            .and_then(|p| p.dyn_into().map_err(JsValue::from))
+            .and_then(|p| p.dyn_into())
             .map_err(|e| Error::Io {
                 path: "the model stream".into(),
                 source: std::io::Error::other(format!("{e:?}")),
@@ -179,6 +179,9 @@ impl Engine {
             })
             .await
             .map_err(engine_error)?;
+            // The engine shares the GPU and the model as `Arc`s (natively, across threads); here
+            // there is one thread and they are not `Send`.
+            #[allow(clippy::arc_with_non_send_sync)]
             let gpu = Arc::new(gpu);
             Ok(Engine {
                 gpu: gpu.clone(),
@@ -293,6 +296,7 @@ impl Engine {
             let before = gpu.pipeline_count();
             report(serde_json::json!({ "phase": "pipelines", "pipelines": before }));
             let ctx = session_opts.ctx;
+            #[allow(clippy::arc_with_non_send_sync)]
             let session = Session::new(Arc::new(model), session_opts)
                 .await
                 .map_err(engine_error)?;
@@ -376,6 +380,9 @@ impl Engine {
     /// The model's context must hold `promptTokens + genTokens + profileTokens` positions.
     pub fn bench(&self, options: JsValue) -> Promise {
         let inner = self.inner.clone();
+        // The borrow held across the awaits is the engine's one-request-at-a-time lock: a call
+        // meanwhile fails `loaded`'s `try_borrow_mut` with `Busy`.
+        #[allow(clippy::await_holding_refcell_ref)]
         future_to_promise(async move {
             let o: BenchRequest = if options.is_undefined() || options.is_null() {
                 BenchRequest::default()
@@ -445,7 +452,9 @@ fn uses_mtp(session: &Session, speculative: Option<Speculative>) -> Result<bool,
 
 /// A generation after the prompt `prompt_of` makes from the loaded model: the options
 /// parsed, the speculation chosen (MTP where the model has it, unless turned off), the text
-/// streamed to `on_text` until it returns `false` or `stop` is set.
+/// streamed to `on_text` until it returns `false` or `stop` is set. The borrow of `inner` it
+/// holds across its awaits is the one-request-at-a-time lock ([`loaded`]).
+#[allow(clippy::await_holding_refcell_ref)]
 async fn turn(
     inner: &RefCell<Inner>,
     stop: &Cell<bool>,
