@@ -90,10 +90,10 @@ pub fn request_device_with_subgroups<T>(want: bool, request: impl FnOnce() -> T)
     if !want {
         return request();
     }
-    let patched = subgroups_js::ask_for_subgroups();
+    let patched = subgroups_js::patch_request_device(true);
     let out = request();
     if patched {
-        subgroups_js::restore_request_device();
+        subgroups_js::patch_request_device(false);
     }
     out
 }
@@ -118,14 +118,21 @@ pub fn browser_device_has_subgroups(_device: &wgpu::Device) -> bool {
 }
 
 /// The JS side of [`request_device_with_subgroups`]: `GPUAdapter.prototype.requestDevice` wrapped
-/// for the one synchronous call wgpu makes, then put back.
+/// for the one synchronous call wgpu makes (`patch_request_device(true)`, which says whether it
+/// wrapped it), then put back (`false`). One function: wasm-bindgen imports an inline module once
+/// per function, and the bundler warns about the duplicate.
 #[cfg(target_arch = "wasm32")]
 mod subgroups_js {
     use wasm_bindgen::prelude::*;
 
     #[wasm_bindgen(inline_js = r#"
 let original = null;
-export function ask_for_subgroups() {
+export function patch_request_device(on) {
+  if (!on) {
+    if (original) globalThis.GPUAdapter.prototype.requestDevice = original;
+    original = null;
+    return false;
+  }
   const proto = globalThis.GPUAdapter && globalThis.GPUAdapter.prototype;
   if (!proto || typeof proto.requestDevice !== "function" || original) return false;
   original = proto.requestDevice;
@@ -139,14 +146,9 @@ export function ask_for_subgroups() {
   };
   return true;
 }
-export function restore_request_device() {
-  if (original) globalThis.GPUAdapter.prototype.requestDevice = original;
-  original = null;
-}
 "#)]
     extern "C" {
-        pub fn ask_for_subgroups() -> bool;
-        pub fn restore_request_device();
+        pub fn patch_request_device(on: bool) -> bool;
     }
 }
 
