@@ -311,8 +311,11 @@ fn context_too_long_for_the_adapter_is_refused_from_the_metadata_alone() {
         ubatch: 8,
         ..Default::default()
     };
+    // The cache holds whole tiles of ATTN_TILE positions, so the longest context that fits is
+    // the most whole tiles that do, and one position more takes a whole tile more.
     let per_position = (config.n_kv_head * config.head_dim) as u64 * opts(1).kv.bytes();
-    let longest = ((1 << 20) / per_position) as u32;
+    let tile = tandem_engine::kernels::ATTN_TILE;
+    let longest = ((1 << 20) / per_position) as u32 / tile * tile;
     opts(longest).check(&gpu, &config).unwrap();
     let before_upload = opts(longest + 1)
         .check(&gpu, &config)
@@ -322,7 +325,7 @@ fn context_too_long_for_the_adapter_is_refused_from_the_metadata_alone() {
             assert!(what.contains("lower the context"), "{what}");
             assert_eq!(
                 (*need, *have),
-                ((longest as u64 + 1) * per_position, 1 << 20)
+                ((longest + tile) as u64 * per_position, 1 << 20)
             );
         }
         other => panic!("expected Limits, got {other:?}"),
