@@ -173,6 +173,12 @@ pub(crate) fn coop_fits(gpu: &Gpu, heads: &Heads, kv: KvType) -> bool {
         && heads.ctx.is_multiple_of(ATTN_TILE)
 }
 
+/// Whether pass `s` takes attention_coop.wgsl where [`coop_fits`]: a pass over one sequence of
+/// more than [`MAX_SPLIT_TOKENS`] tokens (a prompt chunk; no row table).
+pub(crate) fn coop_takes(s: &StepInfo) -> bool {
+    s.n_tokens > MAX_SPLIT_TOKENS && matches!(s.seqs, Seqs::One(_))
+}
+
 /// Causal (optionally sliding-window) grouped-query attention of the pass's queries (the Q heads
 /// of the QKV output `q`) over the caches `[n_seq, n_kv_head, ctx, head_dim]`, each row over its
 /// own sequence's keys (the step uniform, or the row table `rows` of [`Row`](super::Row)s),
@@ -273,7 +279,7 @@ pub fn attention(
         Dispatch {
             label: "attention".into(),
             grid: Box::new(move |s| {
-                if has_coop && s.n_tokens > MAX_SPLIT_TOKENS && matches!(s.seqs, Seqs::One(_)) {
+                if has_coop && coop_takes(s) {
                     return Some((1, [n_head, s.n_tokens.div_ceil(16), 1]));
                 }
                 Some((0, [n_head, s.n_tokens, attention_splits(s)]))

@@ -50,6 +50,11 @@ fn kv_tol(kv: KvType) -> (f64, f32) {
 /// relative each).
 const COOP_TOL: (f64, f32) = (1e-5, 4e-3);
 
+/// Whether `kernels::attention` runs pass `s` on the matrix units on this adapter.
+fn takes_coop(gpu: &crate::gpu::Gpu, heads: &Heads, kv: KvType, s: &StepInfo) -> bool {
+    kernels::attention::coop_fits(gpu, heads, kv) && kernels::attention::coop_takes(s)
+}
+
 /// Head shapes: one head, 4/1 (Gemma-3-270M: GQA with heads of 256), 9/3 (SmolLM2), 8/8 (MHA),
 /// and heads of 96 and 80, whose vec4 chunks do not divide a workgroup evenly.
 const HEAD_SHAPES: &[(u32, u32, u32)] = &[
@@ -149,9 +154,7 @@ async fn attention_matches_the_reference() {
                 "heads {nh}/{nkv} of {hd}, pos {pos}, tokens {n_tokens}, window {window}, softcap {softcap}, {kv:?} cache, splits {}",
                 kernels::attention_splits(&s)
             );
-            let (kernel, (nmse, max_abs)) = if kernels::attention::coop_fits(&gpu, &heads, kv)
-                && n_tokens > kernels::attention::MAX_SPLIT_TOKENS
-            {
+            let (kernel, (nmse, max_abs)) = if takes_coop(&gpu, &heads, kv, &s) {
                 ("attention_coop", COOP_TOL)
             } else {
                 ("attention", (1e-10, 2e-5))
@@ -522,10 +525,7 @@ async fn attention_over_a_row_table_matches_each_row_alone() {
                 "heads {nh}/{nkv} of {hd}, n_rot {n_rot}, neox {neox}, qk_norm {qk_eps:?}, window {window}, rows (seq, pos) {rows:?}, {s:?}, {kv:?} cache, subgroups {}",
                 subgroups && kernels::subgroups_fit(&gpu, 256)
             );
-            let (nmse, max_abs) = if kernels::attention::coop_fits(&gpu, &heads, kv)
-                && n_tokens > kernels::attention::MAX_SPLIT_TOKENS
-                && matches!(s.seqs, Seqs::One(_))
-            {
+            let (nmse, max_abs) = if takes_coop(&gpu, &heads, kv, &s) {
                 COOP_TOL
             } else {
                 ROPE_TOL
