@@ -2,7 +2,7 @@
 // Q4_K's unit against int8 x' (common/unit_q8.wgsl; read common/unit_dot_q4_k.wgsl first): the
 // 32 weights of two 16-byte loads (common/q4_k_wide.wgsl), the low nibbles of four quant words
 // (16 weights of sub-block 2p) and their high nibbles (sub-block 2p + 1). The nibbles masked in
-// place are four unsigned bytes a word, dotted with x' (common/q8_stage.wgsl's dot16):
+// place are four unsigned bytes a word, dotted with x' (common/q8_dot.wgsl's dot16):
 //   W . x = sc_a (q_a . x_a) + sc_b (q_b . x_b) - (m_a sum(x_a) + m_b sum(x_b)),
 // with sc and m already times the block's d and dmin.
 
@@ -19,11 +19,11 @@ struct UnitX {
 
 fn unit_x(t: u32, u: u32) -> UnitX {
     let j = u % 8u;
-    let i = t * (Q8_CHUNK / 16u) + (u / 8u) * 16u + (j / 2u) * 4u + (j % 2u);
-    let lo = x16(i);
-    let hi = x16(i + 2u);
-    let d = vec2<f32>(xd[i / 2u], xd[i / 2u + 1u]);
-    return UnitX(lo, hi, d, d * vec2<f32>(f32(sum16(lo)), f32(sum16(hi))));
+    let i = (u / 8u) * 16u + (j / 2u) * 4u + (j % 2u);
+    let lo = x16(t, i);
+    let hi = x16(t, i + 2u);
+    let d = vec2<f32>(x_d(t, i / 2u), x_d(t, i / 2u + 1u));
+    return UnitX(lo, hi, d, d * vec2<f32>(x_sum(t, i, lo), x_sum(t, i + 2u, hi)));
 }
 
 fn unit_w(b: u32, u: u32) -> UnitW {

@@ -3,7 +3,7 @@
 // its four quarters t, which share their quant words: 16 bytes of ql for quarters 0 (low
 // nibbles) and 2 (high), 16 for quarters 1 and 3, 16 of qh (bits 2t .. 2t + 1 for quarter t), so
 // every byte of the block is loaded once. A quarter's 6-bit quants, assembled in place as four
-// unsigned bytes a word, are dotted with x' (common/q8_stage.wgsl's dot16):
+// unsigned bytes a word, are dotted with x' (common/q8_dot.wgsl's dot16):
 //   W . x = d sum_t sc_t (q_t . x_t - 32 sum(x_t)).
 // Unit u of a row lies in block u / 4; with j = u % 4, h = j / 2 and l0 = 16 (j % 2) it holds
 // weights 128h + 32t + l0 .. + 16. (Pairs of blocks are 420 bytes, so the loads are scalar.)
@@ -25,11 +25,12 @@ struct UnitX {
 
 fn unit_x(tok: u32, u: u32) -> UnitX {
     let j = u % 4u;
-    let e = tok * (Q8_CHUNK / 16u) + (u / 4u) * 16u + (j / 2u) * 8u + (j % 2u);
-    let q = array<X16, 4>(x16(e), x16(e + 2u), x16(e + 4u), x16(e + 6u));
+    let e = (u / 4u) * 16u + (j / 2u) * 8u + (j % 2u);
+    let q = array<X16, 4>(x16(tok, e), x16(tok, e + 2u), x16(tok, e + 4u), x16(tok, e + 6u));
     let s = e / 2u;
-    let d = vec4<f32>(xd[s], xd[s + 1u], xd[s + 2u], xd[s + 3u]);
-    let sums = vec4<f32>(f32(sum16(q[0])), f32(sum16(q[1])), f32(sum16(q[2])), f32(sum16(q[3])));
+    let d = vec4<f32>(x_d(tok, s), x_d(tok, s + 1u), x_d(tok, s + 2u), x_d(tok, s + 3u));
+    let sums = vec4<f32>(x_sum(tok, e, q[0]), x_sum(tok, e + 2u, q[1]), x_sum(tok, e + 4u, q[2]),
+                         x_sum(tok, e + 6u, q[3]));
     return UnitX(q, d, 32.0 * d * sums);
 }
 

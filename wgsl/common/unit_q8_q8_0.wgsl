@@ -1,5 +1,5 @@
 // Q8_0's unit against int8 x' (common/unit_q8.wgsl; the layout is in common/quant_q8_0.wgsl): one
-// block of 32 int8 weights, dotted with x' as they are (common/q8_stage.wgsl's dot16):
+// block of 32 int8 weights, dotted with x' as they are (common/q8_dot.wgsl's dot16):
 //   W . x = d (q . x). (Pairs of blocks are 68 bytes, so the loads are scalar.)
 
 const UNIT: u32 = 32u;
@@ -17,8 +17,7 @@ struct UnitX {
 }
 
 fn unit_x(t: u32, u: u32) -> UnitX {
-    let e = t * (Q8_CHUNK / 16u) + 2u * u;
-    return UnitX(x16(e), x16(e + 1u), xd[e / 2u]);
+    return UnitX(x16(t, 2u * u), x16(t, 2u * u + 1u), x_d(t, u));
 }
 
 fn unit_w(b: u32, u: u32) -> UnitW {

@@ -133,6 +133,12 @@ pub enum When {
     Decode,
     /// Passes of more than one token.
     Batch,
+    /// Passes of 2 to [`MATVEC_BATCH`](super::mat::MATVEC_BATCH) tokens: the small-batch
+    /// matrix products' (verification, the batched serve step).
+    Small,
+    /// Passes of more than [`MATVEC_BATCH`](super::mat::MATVEC_BATCH) tokens: the matmuls'
+    /// (prompt chunks).
+    Large,
 }
 
 impl When {
@@ -141,6 +147,8 @@ impl When {
             When::Always => true,
             When::Decode => s.n_tokens == 1,
             When::Batch => s.n_tokens > 1,
+            When::Small => (2..=super::mat::MATVEC_BATCH).contains(&s.n_tokens),
+            When::Large => s.n_tokens > super::mat::MATVEC_BATCH,
         }
     }
 }

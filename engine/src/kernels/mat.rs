@@ -5,14 +5,16 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, When};
+use super::dispatch::{
+    f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, StepInfo, When,
+};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::glu::Activation;
 use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
-use crate::gpu::{Binding, Gpu};
+use crate::gpu::{Binding, Gpu, PipelineKey};
 use crate::quant::GgmlType;
 use crate::Result;
 
@@ -56,6 +58,7 @@ const MAT_LAYOUT: &[Binding] = &[
     Binding::Uniform,
     Binding::Read,
     Binding::Read,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -76,7 +79,8 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "matvec",
         layout: MAT_LAYOUT,
-        unused: &[],
+        // The bind group is shared with matvec_batch_q8, which alone reads binding 8.
+        unused: &[8],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG)],
     },
@@ -84,7 +88,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         stem: "matvec_batch",
         layout: MAT_LAYOUT,
         // The bind group is the matvec's; only its norm prologue reads binding 6.
-        unused: &[6],
+        unused: &[6, 8],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG)],
     },
@@ -92,8 +96,8 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         stem: "matmul",
         layout: MAT_LAYOUT,
         // The bind group is the matvec's; only its norm prologue reads binding 6, only its wide
-        // unit loads binding 7.
-        unused: &[6, 7],
+        // unit loads binding 7, only matvec_batch_q8 binding 8.
+        unused: &[6, 7, 8],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[],
     },
@@ -101,7 +105,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         stem: "matmul_coop",
         layout: MAT_LAYOUT,
         // As the matmul's.
-        unused: &[6, 7],
+        unused: &[6, 7, 8],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[],
     },
@@ -115,17 +119,28 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "matvec_q8",
         layout: MAT_LAYOUT,
-        unused: &[],
+        unused: &[8],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG)],
     },
     KernelBinds {
         stem: "matvec_batch_q8",
         layout: MAT_LAYOUT,
-        // The bind group is the matvec's; only its norm prologue reads binding 6.
+        // The bind group is the matvec's; only its norm prologue reads binding 6. It reads x
+        // quantized (binding 8).
         unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG)],
+    },
+    KernelBinds {
+        stem: "quantize_q8",
+        layout: QUANTIZE_LAYOUT,
+        unused: &[],
+        uniforms: &[
+            (3, size_of::<QuantizeParams>()),
+            (4, size_of::<StepUniform>()),
+        ],
+        constants: &[("WG", QUANTIZE_WG)],
     },
     KernelBinds {
         stem: "matvec_glu_q8",
@@ -137,6 +152,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
 ];
 
 /// Options of a matrix product `y (+)= W x (+ bias)`.
+#[derive(Clone, Copy)]
 pub struct MatOpts<'a> {
     pub bias: Option<&'a wgpu::Buffer>,
     /// Add into `y` instead of overwriting it (the residual add fused into the epilogue).
@@ -147,9 +163,13 @@ pub struct MatOpts<'a> {
     /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
     pub norm: Option<(&'a wgpu::Buffer, f32)>,
     pub when: When,
-    /// How the matvec splits its workgroup; `None` for the adapter's choice for the matrix,
-    /// [`MatvecShape::for_matrix`].
+    /// How the matvec (and matvec_batch_q8) splits its workgroup; `None` for the adapter's
+    /// choice for the matrix, [`MatvecShape::for_matrix`] ([`MatvecShape::for_small`]).
     pub matvec: Option<MatvecShape>,
+    /// x quantized for the pass by [`quantize_q8`]: passes of 2 to [`MATVEC_BATCH`] tokens then
+    /// take matvec_batch_q8.wgsl, which reads it instead of x, for the weight chunks whose type
+    /// [`takes_small_q8`]; `None` keeps them on the f32 matvec_batch.wgsl.
+    pub x_q8: Option<&'a wgpu::Buffer>,
 }
 
 impl Default for MatOpts<'_> {
@@ -162,6 +182,7 @@ impl Default for MatOpts<'_> {
             norm: None,
             when: When::Always,
             matvec: None,
+            x_q8: None,
         }
     }
 }
@@ -187,9 +208,17 @@ fn matmul_kernel(gpu: &Gpu) -> (&'static str, u32) {
     }
 }
 
+/// Whether passes of 2 to [`MATVEC_BATCH`] tokens over weights of type `ty` take
+/// matvec_batch_q8.wgsl (x quantized once by [`quantize_q8`]) on this adapter: it has the int8 dot
+/// product, and the type a `_q8` unit.
+pub fn takes_small_q8(gpu: &Gpu, ty: GgmlType) -> bool {
+    gpu.features.int8_dot && super::shape::has_q8_unit(ty)
+}
+
 /// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
-/// token, matvec_batch (each weight read once per 8 tokens) for 2 to [`MATVEC_BATCH`], the
-/// matmul ([`matmul_kernel`]) for more. One dispatch per weight chunk.
+/// token, the small-batch kernel (each weight read once per 8 tokens: matvec_batch_q8 from
+/// `opts.x_q8` where given and [`takes_small_q8`], else matvec_batch) for 2 to [`MATVEC_BATCH`],
+/// the matmul ([`matmul_kernel`]) for more. One dispatch per weight chunk.
 pub fn mat(
     gpu: &Gpu,
     w: &GpuWeight,
@@ -214,9 +243,26 @@ pub fn mat(
         let matvec_rows = shape.rows * shape.per_thread;
         let matvec = shape.kernel("matvec", chunk.ty)?;
         let matvec = gpu.pipeline(&shape.rows_key(gpu, matvec, MAT_LAYOUT)?)?;
-        let batch_shape = shape.for_batch(chunk.ty);
-        let batch = shape.kernel("matvec_batch", chunk.ty)?;
-        let batch = gpu.pipeline(&batch_shape.key(gpu, batch, MAT_LAYOUT)?)?;
+        let (batch, batch_rows) = match opts.x_q8 {
+            Some(_) if takes_small_q8(gpu, chunk.ty) => {
+                let small = opts.matvec.map_or_else(
+                    || MatvecShape::for_small(gpu, chunk.n_rows, w.n_cols, chunk.ty),
+                    |s| MatvecShape { int8: true, ..s },
+                );
+                let kernel = format!("matvec_batch_q8_{q}");
+                let key = small.rows_key(gpu, kernel, MAT_LAYOUT)?;
+                (key, small.rows * small.per_thread)
+            }
+            _ => {
+                let f32_shape = MatvecShape {
+                    int8: false,
+                    ..shape
+                };
+                let kernel = format!("matvec_batch_{q}");
+                (f32_shape.key(gpu, kernel, MAT_LAYOUT)?, f32_shape.rows)
+            }
+        };
+        let batch = gpu.pipeline(&batch)?;
         let (matmul, matmul_tokens) = matmul_kernel(gpu);
         let matmul = gpu.pipeline(&key(format!("{matmul}_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
@@ -243,9 +289,10 @@ pub fn mat(
                 step,
                 opts.norm.map_or(dummy, |n| n.0),
                 &chunk.buffer,
+                opts.x_q8.unwrap_or(dummy),
             ],
         );
-        let (rows, when, batch_rows) = (opts.rows, opts.when, batch_shape.rows);
+        let (rows, when) = (opts.rows, opts.when);
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
             cost: mat_cost_rule(chunk, w.n_cols, opts),
@@ -273,6 +320,81 @@ pub fn mat(
     }
     Ok(out)
 }
+
+const QUANTIZE_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct QuantizeParams {
+    n_cols: u32,
+    eps: f32,
+    flags: u32,
+    rows_mode: u32,
+}
+
+/// Bytes of `n_rows` rows of `n_cols` values quantized by [`quantize_q8`]
+/// (common/q8_global.wgsl's layout: 16 int8 of each plane an entry, then the blocks' f32 units,
+/// then the entries' f32 sums).
+pub fn q8_bytes(n_rows: u32, n_cols: u32) -> u64 {
+    n_rows as u64 * (n_cols / 8 + n_cols.div_ceil(128) + n_cols.div_ceil(64)) as u64 * 16
+}
+
+/// `xq` = the rows `rows` of `x` (`[rows, n_cols]`, f32), or of RMSNorm(x) * norm weights
+/// (`norm`: weights and epsilon), quantized to int8 blocks for the matrix products that read them
+/// ([`MatOpts::x_q8`]); `xq` holds [`q8_bytes`]. It runs in the passes whose rows take the
+/// small-batch kernel (2 to [`MATVEC_BATCH`]); a thread a block of 32 (quantize_q8.wgsl).
+pub fn quantize_q8(
+    gpu: &Gpu,
+    x: &wgpu::Buffer,
+    xq: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    n_cols: u32,
+    rows: Rows,
+    norm: Option<(&wgpu::Buffer, f32)>,
+) -> Result<Dispatch> {
+    if !n_cols.is_multiple_of(32) {
+        return Err(crate::Error::InvalidArgument(format!(
+            "quantize_q8: row length {n_cols} is not a multiple of 32"
+        )));
+    }
+    let params = QuantizeParams {
+        n_cols,
+        eps: norm.map_or(0.0, |n| n.1),
+        flags: norm.is_some() as u32,
+        rows_mode: rows.mode(),
+    };
+    let pbuf = gpu.uniform("quantize_q8", &params);
+    let key = PipelineKey {
+        shader: super::shape::reduce_variant(gpu, "quantize_q8".into(), QUANTIZE_WG, true),
+        constants: Vec::new(),
+        layout: QUANTIZE_LAYOUT,
+    };
+    let d = Dispatch::one(
+        gpu,
+        "quantize_q8",
+        &key,
+        &[x, norm.map_or(x, |n| n.0), xq, &pbuf, step],
+        When::Always,
+        |_| [0, 0, 0],
+    )?;
+    let small = move |s: &StepInfo| (2..=MATVEC_BATCH).contains(&rows.count(s));
+    let norm_w = if norm.is_some() { n_cols as u64 } else { 0 };
+    let groups = (n_cols / 32).div_ceil(QUANTIZE_WG);
+    Ok(Dispatch {
+        grid: Box::new(move |s| small(s).then(|| (0, [groups, rows.count(s), 1]))),
+        cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * n_cols as u64 + norm_w))),
+        ..d
+    })
+}
+
+/// Threads of a quantize_q8 workgroup (`WG` in quantize_q8.wgsl).
+const QUANTIZE_WG: u32 = 64;
 
 const MATVEC_GLU_LAYOUT: &[Binding] = &[
     Binding::Read,

@@ -36,7 +36,10 @@ pub use attention::{
 pub use dispatch::{Cost, CostRule, Dispatch, Grid, Row, Rows, Seqs, StepInfo, StepUniform, When};
 pub use embed::embed;
 pub use glu::{glu, Activation};
-pub use mat::{mat, matvec_glu, matvec_glu_with, GpuWeight, MatOpts, WeightChunk};
+pub use mat::{
+    mat, matvec_glu, matvec_glu_with, q8_bytes, quantize_q8, takes_small_q8, GpuWeight, MatOpts,
+    WeightChunk,
+};
 pub use norm::{rmsnorm, NormOpts};
 pub use rope::{rope_store, Heads, KvBuffers, KvType, RopeConfig};
 pub use sample::{sample, SampleKernels};

@@ -156,6 +156,22 @@ impl MatvecShape {
         shape.fit(gpu, n_rows, n_cols, ty)
     }
 
+    /// The shape of matvec_batch_q8 over `n_rows` x `n_cols` weights of type `ty`: the decode
+    /// `_q8` kernels' rows (twice the adapter's, fitted to the matrix), whatever the rows: x' is
+    /// quantized once for the pass, so there is no staging for few rows to repay.
+    pub fn for_small(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
+        let shape = MatvecShape {
+            int8: true,
+            ..MatvecShape::for_adapter(gpu)
+        };
+        if gpu.info.device_type == wgpu::DeviceType::Cpu {
+            return shape;
+        }
+        let groups = n_rows.div_ceil(shape.per_thread);
+        let rows = gpu_matvec_rows(2 * shape.rows, groups, n_cols / decode_unit(ty));
+        MatvecShape { rows, ..shape }
+    }
+
     /// This shape's rows fitted to the matrix ([`MatvecShape::for_matrix`]).
     fn fit(self, gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         let mut shape = self;
@@ -219,19 +235,6 @@ impl MatvecShape {
             ("RPT", self.per_thread),
         ];
         Ok(key)
-    }
-
-    /// This decode shape as matvec_batch takes it for weights of type `ty`: matvec_batch_q8
-    /// stages 512 columns at a time, so 8 threads a row keep them busy.
-    pub(crate) fn for_batch(self, ty: GgmlType) -> MatvecShape {
-        if self.takes_q8(ty) {
-            MatvecShape {
-                rows: MATVEC_WG / 8,
-                ..self
-            }
-        } else {
-            self
-        }
     }
 
     /// Whether this shape takes the `_q8` variant for weights of type `ty`.

@@ -144,6 +144,7 @@ pub(super) struct Activations {
     pub tokens: wgpu::Buffer,         // [ubatch] u32
     pub x: wgpu::Buffer,              // [ubatch, n_embd] the residual stream
     pub xn: wgpu::Buffer, // [ubatch, n_embd] normalised input of a block (batched passes)
+    pub x_q8: wgpu::Buffer, // a small pass's input to one matrix, quantized (kernels::quantize_q8)
     pub tmp: wgpu::Buffer, // [ubatch, n_embd] block output before its post-norm (Gemma)
     pub qkv: wgpu::Buffer, // [ubatch, (n_head + 2 n_kv_head) * head_dim]
     pub attn: wgpu::Buffer, // [ubatch, n_head * head_dim]
@@ -248,6 +249,14 @@ impl Activations {
             tokens: s("tokens", b)?,
             x: s("x", b * c.n_embd as u64)?,
             xn: s("xn", b * c.n_embd as u64)?,
+            // Every matrix input: n_embd, q_dim, n_ff, the MTP layer's [e | h].
+            x_q8: gpu.storage(
+                "x_q8",
+                kernels::q8_bytes(
+                    opts.ubatch.min(kernels::mat::MATVEC_BATCH),
+                    (2 * c.n_embd).max(q_dim as u32).max(n_ff as u32),
+                ),
+            )?,
             tmp: s("tmp", b * c.n_embd as u64)?,
             qkv: s("qkv", b * (q_dim + 2 * kv_dim))?,
             attn: s("attn", b * q_dim)?,

@@ -125,7 +125,7 @@ impl<'a> Recorder<'a> {
     fn attention_block(&mut self, il: u32, l: &Layer, kv: &LayerKv) -> Result<()> {
         let (c, a) = (&self.model.config, self.a);
         let sliding = c.is_sliding(il);
-        self.normed_mat(&l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref())?;
+        self.normed_mat(&l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref(), false)?;
         let qk_norm = match (&l.q_norm, &l.k_norm) {
             (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
             _ => None,
@@ -193,7 +193,7 @@ impl<'a> Recorder<'a> {
             ));
         };
         // Batched passes: the norm into xn, which the experts read too.
-        self.normed_mat(&m.router, &l.ffn_norm, &mb.logits, None)?;
+        self.normed_mat(&m.router, &l.ffn_norm, &mb.logits, None, true)?;
         // The shared expert's input side reads x (or xn), so it goes before anything adds to x.
         if let Some(sh) = &m.shared {
             self.ffn_in(l, sh, false)?;
@@ -261,6 +261,8 @@ impl<'a> Recorder<'a> {
         }
     }
 
+    /// `kernels::mat` over input `x`; for the passes that take the small-batch kernel, `x`
+    /// quantized first where `w` [`takes_small_q8`](kernels::takes_small_q8).
     fn mat(
         &mut self,
         w: &GpuWeight,
@@ -268,10 +270,48 @@ impl<'a> Recorder<'a> {
         y: &wgpu::Buffer,
         opts: &MatOpts,
     ) -> Result<()> {
+        let small = matches!(opts.when, When::Always | When::Batch | When::Small);
+        let x_q8 = (small && self.small_q8(w).0)
+            .then(|| self.quantize(x, w.n_cols, opts.rows, None))
+            .transpose()?;
+        self.mat_from(w, x, x_q8, y, opts)
+    }
+
+    /// `kernels::mat` with `x_q8` (quantized by [`Recorder::quantize`]) for the small passes.
+    fn mat_from(
+        &mut self,
+        w: &GpuWeight,
+        x: &wgpu::Buffer,
+        x_q8: Option<&'a wgpu::Buffer>,
+        y: &wgpu::Buffer,
+        opts: &MatOpts,
+    ) -> Result<()> {
         let a = self.a;
-        let d = kernels::mat(self.gpu, w, x, y, &a.step, &a.dummy, opts)?;
+        let opts = MatOpts { x_q8, ..*opts };
+        let d = kernels::mat(self.gpu, w, x, y, &a.step, &a.dummy, &opts)?;
         self.d.extend(d);
         Ok(())
+    }
+
+    /// Whether any and whether every weight chunk of `w` takes the small-batch kernel on int8 x'.
+    fn small_q8(&self, w: &GpuWeight) -> (bool, bool) {
+        let q8 = |c: &kernels::WeightChunk| kernels::takes_small_q8(self.gpu, c.ty);
+        (w.chunks.iter().any(q8), w.chunks.iter().all(q8))
+    }
+
+    /// Records the small passes' quantization of `x` (`n_cols` wide; RMSNorm first with `norm`)
+    /// into the activations' `x_q8`, and returns it.
+    fn quantize(
+        &mut self,
+        x: &wgpu::Buffer,
+        n_cols: u32,
+        rows: Rows,
+        norm: Option<(&wgpu::Buffer, f32)>,
+    ) -> Result<&'a wgpu::Buffer> {
+        let a = self.a;
+        let d = kernels::quantize_q8(self.gpu, x, &a.x_q8, &a.step, n_cols, rows, norm)?;
+        self.d.push(d);
+        Ok(&a.x_q8)
     }
 
     /// `y = RMSNorm(x) * weight` over the pass's tokens (`accumulate`: `y +=`).
@@ -305,14 +345,16 @@ impl<'a> Recorder<'a> {
         Ok(())
     }
 
-    /// `y = W RMSNorm(x) (+ bias)`: fused for decode, the norm into `xn` then the matmul for
-    /// batches.
+    /// `y = W RMSNorm(x) (+ bias)`: fused for decode; for small passes quantized with the norm
+    /// where `w` takes the small-batch kernel on int8 x'; otherwise the norm into `xn` then the
+    /// matmul (`keep_xn`: the norm into `xn` in every batched pass, for later readers).
     fn normed_mat(
         &mut self,
         w: &GpuWeight,
         norm_w: &wgpu::Buffer,
         y: &wgpu::Buffer,
         bias: Option<&wgpu::Buffer>,
+        keep_xn: bool,
     ) -> Result<()> {
         let (eps, a) = (self.model.config.rms_eps, self.a);
         let decode = MatOpts {
@@ -322,13 +364,22 @@ impl<'a> Recorder<'a> {
             ..Default::default()
         };
         self.mat(w, &a.x, y, &decode)?;
-        self.norm(&a.x, norm_w, &a.xn, false, When::Batch)?;
+        let (any_q8, all_q8) = self.small_q8(w);
+        let x_q8 = any_q8
+            .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Some((norm_w, eps))))
+            .transpose()?;
+        let norm_when = if all_q8 && !keep_xn {
+            When::Large
+        } else {
+            When::Batch
+        };
+        self.norm(&a.x, norm_w, &a.xn, false, norm_when)?;
         let batch = MatOpts {
             bias,
             when: When::Batch,
             ..Default::default()
         };
-        self.mat(w, &a.xn, y, &batch)
+        self.mat_from(w, &a.xn, x_q8, y, &batch)
     }
 
     /// `x += W input`, or through the post-norm where the model has one (Gemma):
@@ -386,14 +437,23 @@ impl<'a> Recorder<'a> {
                 When::Always
             }
         };
+        // Small passes quantize x with the norm where gate/up take int8 x', or read xn (the
+        // earlier dispatch's when `batch_norm` is false).
+        let (any_q8, all_q8) = self.small_q8(&f.gate_up);
+        let x_q8 = match (any_q8, batch_norm) {
+            (false, _) => None,
+            (true, true) => Some(self.quantize(&a.x, f.gate_up.n_cols, Rows::Tokens, norm)?),
+            (true, false) => Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, None)?),
+        };
         if batch_norm {
-            self.norm(&a.x, &l.ffn_norm, &a.xn, false, When::Batch)?;
+            let when = if all_q8 { When::Large } else { When::Batch };
+            self.norm(&a.x, &l.ffn_norm, &a.xn, false, when)?;
         }
         let batch = MatOpts {
             when: When::Batch,
             ..Default::default()
         };
-        self.mat(&f.gate_up, &a.xn, &a.gate_up, &batch)?;
+        self.mat_from(&f.gate_up, &a.xn, x_q8, &a.gate_up, &batch)?;
         let glu = kernels::glu(
             self.gpu,
             &a.gate_up,

@@ -187,11 +187,11 @@ pub(super) fn q8_round(x: &[f32]) -> Vec<f32> {
         .collect()
 }
 
-/// x as the path `kernels::mat` takes for `n` tokens of type `ty` in `shape` reads it: int8
-/// blocks in the `_q8` matvec and matvec_batch, f16 in the cooperative-matrix matmul, as is
+/// x as the path `kernels::mat` takes for `n` tokens of type `ty` in `shape`, without `x_q8`,
+/// reads it: int8 blocks in the `_q8` matvec, f16 in the cooperative-matrix matmul, as is
 /// elsewhere.
 fn x_read(gpu: &Gpu, shape: MatvecShape, ty: GgmlType, n: usize, x: &[f32]) -> Vec<f32> {
-    if n <= crate::kernels::mat::MATVEC_BATCH as usize && shape.takes_q8(ty) {
+    if n == 1 && shape.takes_q8(ty) {
         q8_round(x)
     } else if coop_path(gpu, n) {
         f16_round(x)
@@ -537,6 +537,106 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
     eprintln!("mat: worst error / magnitude {worst:.2e} (tolerance {REL_TOL:.0e})");
 }
 
+/// The small-batch path on int8 x' (`kernels::quantize_q8`, then `kernels::mat` reading its
+/// output): every type that takes it, in every shape of `mat_shapes` and the adapter's choice,
+/// 2 to 16 tokens (one and two groups of 8 a workgroup), rows
+/// that do not fill a workgroup, weights of 1 to 3 chunks, rows past 4096 columns, x' with and
+/// without the RMSNorm, the bias and accumulate flags, and the output rows (`Rows::Out`: the
+/// first `n_out` rows of x for the last tokens), against x' quantized on the CPU.
+async fn small_batch_q8_every_type() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    let eps = 1e-5;
+    let types: Vec<GgmlType> = gpu_types()
+        .into_iter()
+        .filter(|&ty| kernels::takes_small_q8(&gpu, ty))
+        .collect();
+    if gpu.features.int8_dot {
+        assert!(types.len() >= 3, "Q4_K, Q6_K and Q8_0 take it: {types:?}");
+    }
+    for (ti, &ty) in types.iter().enumerate() {
+        let [c0, c1, c2] = cols_for(ty);
+        let long = if c0 == 256 { 5120 } else { 4000 };
+        let shapes: [(usize, usize, &[usize]); 6] = [
+            (1, c0, &[]),
+            (7, c1, &[]),
+            (33, c2, &[]),
+            (67, c1, &[33]),
+            (130, c0, &[64, 101]),
+            (5, long, &[]),
+        ];
+        for (si, &(rows, cols, splits)) in shapes.iter().enumerate() {
+            let seed = (ti * 100 + si) as u64 + 5000;
+            let (bytes, w) = random_weight(ty, rows, cols, seed);
+            let gw = weight(&gpu, ty, &bytes, rows, cols, splits);
+            let xq = gpu
+                .storage("x_q8", kernels::q8_bytes(16, cols as u32))
+                .unwrap();
+            // Every decode shape (rows per workgroup and thread, subgroups or not), then the
+            // adapter's choice for the matrix, each at one of the token counts.
+            let runs = mat_shapes(&gpu).into_iter().map(Some).chain([None]);
+            for (ni, shape) in runs.enumerate() {
+                let n = [2usize, 3, 8, 9, 16][ni % 5];
+                let case = si + ni;
+                let (with_bias, accumulate) = (case & 1 != 0, case & 2 != 0);
+                let with_norm = case % 3 != 0;
+                let rows_of = if case % 4 == 3 {
+                    Rows::Out
+                } else {
+                    Rows::Tokens
+                };
+                // Rows::Out: a pass of 5 more tokens whose last n want logits.
+                let n_tokens = if rows_of == Rows::Out { n + 5 } else { n };
+                let x = random_f32(seed * 7 + n as u64, n * cols, 1.0);
+                let norm_w = random_f32(seed * 3 + n as u64, cols, 1.0);
+                let bias = random_f32(seed + 1, rows, 1.0);
+                let y0 = random_f32(seed + 2, n * rows, 1.0);
+                let (xb, nb) = (upload(&gpu, "x", &x), upload(&gpu, "norm", &norm_w));
+                let (bb, yb) = (upload(&gpu, "bias", &bias), upload(&gpu, "y", &y0));
+                let norm = with_norm.then_some((&nb, eps));
+                let q = kernels::quantize_q8(&gpu, &xb, &xq, &step, cols as u32, rows_of, norm)
+                    .unwrap();
+                let opts = MatOpts {
+                    bias: with_bias.then_some(&bb),
+                    accumulate,
+                    rows: rows_of,
+                    x_q8: Some(&xq),
+                    matvec: shape,
+                    ..Default::default()
+                };
+                let m = kernels::mat(&gpu, &gw, &xb, &yb, &step, &dummy, &opts).unwrap();
+                let s = StepInfo::new(n_tokens as u32, 0, n as u32);
+                let all: Vec<_> = std::iter::once(&q).chain(&m).collect();
+                run_dispatches(&gpu, &all, s, &step).await;
+                let got = read(&gpu, &yb, n * rows).await;
+                let xr: Vec<f32> = x
+                    .chunks(cols)
+                    .flat_map(|xt| match norm {
+                        Some(_) => q8_round(&rmsnorm_ref(xt, &norm_w, eps)),
+                        None => q8_round(xt),
+                    })
+                    .collect();
+                let bias = with_bias.then_some(&bias[..]);
+                let (want, mag) = mat_ref(&w, &xr, (n, rows, cols, rows), bias, &y0, accumulate);
+                let shape = format!(
+                    "{ty} rows {rows} cols {cols} chunks {} tokens {n} of {n_tokens} {rows_of:?} norm {with_norm} bias {with_bias} accumulate {accumulate} shape {}",
+                    splits.len() + 1,
+                    shape.map_or("the adapter's".into(), |s| shape_name(&gpu, s))
+                );
+                assert_close(
+                    "matvec_batch_q8",
+                    &shape,
+                    &got,
+                    &want,
+                    NMSE_TOL,
+                    REL_TOL * mag,
+                );
+            }
+        }
+    }
+}
+
 /// `Rows::Out`: only the last `n_out` tokens' rows (held from row 0 of x) are computed, by the
 /// path `kernels::mat` takes for `n_out` tokens (`mat_path`); the rest of y is left alone.
 async fn mat_output_rows_every_type() {
@@ -588,5 +688,6 @@ super::gpu_tests!(
     matvec_norm_prologue_and_output_rows,
     matvec_glu_every_type,
     mat_random_blocks_every_type_shape_and_flag,
+    small_batch_q8_every_type,
     mat_output_rows_every_type
 );
