@@ -10,8 +10,8 @@
 // tokens (speculative verification, the batched serve step, short prompt chunks), with x' the
 // pass's x quantized once by quantize_q8.wgsl (common/q8_global.wgsl): the decode matvec_q8's
 // split and arithmetic (the same int8 x' and exact integer dot products; only the float sums'
-// order differs), with every weight unit loaded once for BATCH tokens (grid z: the pass's groups
-// of them). Each workgroup takes ROWS rows in groups of RPT; a group's WG * RPT / ROWS threads
+// order differs), with every weight unit loaded once for TOKENS tokens (grid z: the pass's groups
+// of them; a pipeline per TOKENS, so the accumulators and loops are only as many as it takes). Each workgroup takes ROWS rows in groups of RPT; a group's WG * RPT / ROWS threads
 // stride over the units, load the unit's weights of the group's RPT rows, then dot them with
 // each token's x' read straight from global memory (no staging, so no barrier between the
 // loads), then reduce each token's RPT sums by row_sum4 (common/reduce.wgsl or its `_sg` twin).
@@ -21,22 +21,24 @@ override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; the matrix's shape (kernels::MatvecShape::for_small)
 override RPT: u32 = 1u;   // rows per thread group: 1, 2 or 4, dividing ROWS
 
-const BATCH: u32 = 8u;  // tokens a workgroup (kernels::mat: MATVEC_BATCH_GROUP)
+override TOKENS: u32 = 8u;  // tokens a workgroup: 2, 4 or 8 (kernels::mat::SMALL_TOKENS)
+
+const MAX_TOKENS: u32 = 8u;
 
 @group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
-    x_row0 = wg.z * BATCH;
-    let n_tok = min(step_rows(step, p.rows_mode) - x_row0, BATCH);
+    x_row0 = wg.z * TOKENS;
+    let n_tok = min(step_rows(step, p.rows_mode) - x_row0, TOKENS);
     let threads = WG * RPT / ROWS;
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
     let row0 = (wg.x + wg.y * nwg.x) * ROWS + slot * RPT;
     let bpr = p.n_cols / QK;
     let last = p.n_rows - 1u;
-    var acc: array<vec4<f32>, BATCH>;
+    var acc: array<vec4<f32>, MAX_TOKENS>;
     if (row0 < p.n_rows) {
         for (var u = lane; u < p.n_cols / UNIT; u += threads) {
             let b = u / (QK / UNIT);
@@ -44,7 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             for (var r = 0u; r < RPT; r++) {
                 k[r] = unit_w(min(row0 + r, last) * bpr + b, u);
             }
-            for (var t = 0u; t < BATCH; t++) {
+            for (var t = 0u; t < TOKENS; t++) {
                 if (t < n_tok) {
                     let xs = unit_x(t, u);
                     for (var r = 0u; r < RPT; r++) {
@@ -54,7 +56,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             }
         }
     }
-    for (var t = 0u; t < BATCH; t++) {
+    for (var t = 0u; t < TOKENS; t++) {
         if (t >= n_tok) {
             break;
         }

@@ -43,6 +43,11 @@ const MATMUL_TILE: u32 = 64;
 /// once for all of them; a pass's groups of this many are grid z.
 const MATVEC_BATCH_GROUP: u32 = 8;
 
+/// The token counts matvec_batch_q8 has a pipeline for (`TOKENS`): a pass of n tokens takes the
+/// first that holds them (the widest, in groups, past it), so a 2-token verification keeps no
+/// registers and loops for 8.
+const SMALL_TOKENS: [u32; 3] = [2, 4, 8];
+
 /// Most tokens a pass for which `mat` takes matvec_batch.wgsl; longer passes take the matmul.
 /// Past 8 tokens the small-batch kernel reads the weights once per group of 8 while the matmul
 /// computes whole 64-token tiles (a 9-token pass costs it a 64-token one): 16 guesses the
@@ -130,7 +135,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         // quantized (binding 8).
         unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
-        constants: &[("WG", MATVEC_WG)],
+        constants: &[("WG", MATVEC_WG), ("MAX_TOKENS", SMALL_TOKENS[2])],
     },
     KernelBinds {
         stem: "quantize_q8",
@@ -243,6 +248,7 @@ pub fn mat(
         let matvec_rows = shape.rows * shape.per_thread;
         let matvec = shape.kernel("matvec", chunk.ty)?;
         let matvec = gpu.pipeline(&shape.rows_key(gpu, matvec, MAT_LAYOUT)?)?;
+        // The small-batch pipelines and the most tokens a workgroup of each takes.
         let (batch, batch_rows) = match opts.x_q8 {
             Some(_) if takes_small_q8(gpu, chunk.ty) => {
                 let small = opts.matvec.map_or_else(
@@ -251,7 +257,15 @@ pub fn mat(
                 );
                 let kernel = format!("matvec_batch_q8_{q}");
                 let key = small.rows_key(gpu, kernel, MAT_LAYOUT)?;
-                (key, small.rows * small.per_thread)
+                let pipelines = SMALL_TOKENS
+                    .iter()
+                    .map(|&t| {
+                        let mut key = key.clone();
+                        key.constants.push(("TOKENS", t));
+                        Ok((t, gpu.pipeline(&key)?))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                (pipelines, small.rows * small.per_thread)
             }
             _ => {
                 let f32_shape = MatvecShape {
@@ -259,10 +273,13 @@ pub fn mat(
                     ..shape
                 };
                 let kernel = format!("matvec_batch_{q}");
-                (f32_shape.key(gpu, kernel, MAT_LAYOUT)?, f32_shape.rows)
+                let key = f32_shape.key(gpu, kernel, MAT_LAYOUT)?;
+                (
+                    vec![(MATVEC_BATCH_GROUP, gpu.pipeline(&key)?)],
+                    f32_shape.rows,
+                )
             }
         };
-        let batch = gpu.pipeline(&batch)?;
         let (matmul, matmul_tokens) = matmul_kernel(gpu);
         let matmul = gpu.pipeline(&key(format!("{matmul}_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
@@ -293,11 +310,16 @@ pub fn mat(
             ],
         );
         let (rows, when) = (opts.rows, opts.when);
+        let batch_tokens: Vec<u32> = batch.iter().map(|b| b.0).collect();
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
             cost: mat_cost_rule(chunk, w.n_cols, opts),
             label: w.name.clone(),
-            pipelines: vec![matvec, batch, matmul],
+            pipelines: [matvec]
+                .into_iter()
+                .chain(batch.iter().map(|b| b.1.clone()))
+                .chain([matmul])
+                .collect(),
             bind_group,
             grid: Box::new(move |s| {
                 if !when.admits(s) {
@@ -308,10 +330,15 @@ pub fn mat(
                     1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
                     n @ 2..=MATVEC_BATCH => {
                         let [gx, gy, _] = grid_2d(n_rows.div_ceil(batch_rows));
-                        Some((1, [gx, gy, n.div_ceil(MATVEC_BATCH_GROUP)]))
+                        // The first pipeline whose workgroups take all n tokens, else the widest.
+                        let i = batch_tokens
+                            .iter()
+                            .position(|&t| t >= n)
+                            .unwrap_or(batch_tokens.len() - 1);
+                        Some((1 + i, [gx, gy, n.div_ceil(batch_tokens[i])]))
                     }
                     n => Some((
-                        2,
+                        1 + batch_tokens.len(),
                         [n_rows.div_ceil(MATMUL_TILE), n.div_ceil(matmul_tokens), 1],
                     )),
                 }

@@ -539,7 +539,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
 
 /// The small-batch path on int8 x' (`kernels::quantize_q8`, then `kernels::mat` reading its
 /// output): every type that takes it, in every shape of `mat_shapes` and the adapter's choice,
-/// 2 to 16 tokens (one and two groups of 8 a workgroup), rows
+/// 2 to 16 tokens (the 2-, 4- and 8-token workgroups, full and not, and two groups of 8), rows
 /// that do not fill a workgroup, weights of 1 to 3 chunks, rows past 4096 columns, x' with and
 /// without the RMSNorm, the bias and accumulate flags, and the output rows (`Rows::Out`: the
 /// first `n_out` rows of x for the last tokens), against x' quantized on the CPU.
@@ -577,7 +577,7 @@ async fn small_batch_q8_every_type() {
             // adapter's choice for the matrix, each at one of the token counts.
             let runs = mat_shapes(&gpu).into_iter().map(Some).chain([None]);
             for (ni, shape) in runs.enumerate() {
-                let n = [2usize, 3, 8, 9, 16][ni % 5];
+                let n = [2usize, 3, 4, 8, 9, 16][ni % 6];
                 let case = si + ni;
                 let (with_bias, accumulate) = (case & 1 != 0, case & 2 != 0);
                 let with_norm = case % 3 != 0;
