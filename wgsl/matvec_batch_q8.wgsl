@@ -9,8 +9,8 @@
 // Y[t, y_offset + r] (+)= sum_k W[r, k] * x'[t, k] (+ bias[y_offset + r]) for a small batch of
 // tokens (speculative verification, the batched serve step, short prompt chunks), with x' the
 // pass's x quantized once by quantize_q8.wgsl (common/q8_global.wgsl): the decode matvec_q8's
-// split and arithmetic (the same int8 x' and exact integer dot products; only the float sums'
-// order differs), with every weight unit loaded once for TOKENS tokens (grid z: the pass's groups
+// split and arithmetic (the same int8 x', exact integer dot products, the norm's scale applied
+// after the sums; only the float sums' order differs), with every weight unit loaded once for TOKENS tokens (grid z: the pass's groups
 // of them; a pipeline per TOKENS, so the accumulators and loops are only as many as it takes). Each workgroup takes ROWS rows in groups of RPT; a group's WG * RPT / ROWS threads
 // stride over the units, load the unit's weights of the group's RPT rows, then dot them with
 // each token's x' read straight from global memory (no staging, so no barrier between the
@@ -30,8 +30,11 @@ const MAX_TOKENS: u32 = 8u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
-    x_row0 = wg.z * TOKENS;
-    let n_tok = min(step_rows(step, p.rows_mode) - x_row0, TOKENS);
+    // n_tok from wg.z, not the private x_row0: it bounds the reductions' loop, which must be
+    // uniform (Tint's analysis treats every private variable as non-uniform).
+    let tok0 = wg.z * TOKENS;
+    x_row0 = tok0;
+    let n_tok = min(step_rows(step, p.rows_mode) - tok0, TOKENS);
     let threads = WG * RPT / ROWS;
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
@@ -60,7 +63,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         if (t >= n_tok) {
             break;
         }
-        let sum = row_sum4(acc[t], inv, threads);
+        let sum = row_sum4(acc[t], inv, threads) * x_scale(t);
         for (var i = lane; i < RPT; i += threads) {
             if (row0 + i < p.n_rows) {
                 store_out(x_row0 + t, row0 + i, sum[i]);

@@ -5,11 +5,13 @@
 //
 // x' = x, or RMSNorm(x) * norm_w (flags bit 0), of each row of the pass quantized to int8 blocks
 // (common/q8_dot.wgsl) in common/q8_global.wgsl's layout, once for every small-batch matrix
-// product that reads it (matvec_batch_q8.wgsl). Workgroup (i, r) takes blocks 64 i .. + 64 of row
-// r, a block of 32 values a thread; with the norm, its threads first sum the whole row's squares
-// by row_sum (common/reduce.wgsl or its `_sg` twin) and scale as rmsnorm.wgsl does. Each group of
-// four blocks' units (d / 254) and of four entries' sums is written as one vec4 by the group's
-// first thread.
+// product that reads it (matvec_batch_q8.wgsl). With the norm it quantizes x * norm_w and keeps
+// the row's scale s = 1 / sqrt(mean(x^2) + eps) beside it, which the products apply after their
+// sums, as the decode kernels' norm prologue does (common/rms_fold.wgsl): a verification computes
+// each token's products the way a decode step does. Workgroup (i, r) takes blocks 64 i .. + 64
+// of row r, a block of 32 values a thread; with the norm, its threads first sum the whole row's
+// squares by row_sum (common/reduce.wgsl or its `_sg` twin). Each group of four blocks' units
+// (d / 254) and of four entries' sums is written as one vec4 by the group's first thread.
 
 const WG: u32 = 64u;
 
@@ -49,7 +51,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     }
     let n_blocks = p.n_cols / 32u;
     let sums_at = p.n_cols / 8u + (p.n_cols + 127u) / 128u;
-    let row = r * (sums_at + (p.n_cols + 63u) / 64u);
+    let scale_at = sums_at + (p.n_cols + 63u) / 64u;
+    let row = r * (scale_at + 1u);
+    if (wg.x == 0u && inv.lid == 0u) {
+        xq[row + scale_at] = bitcast<vec4<u32>>(vec4<f32>(scale, 0.0, 0.0, 0.0));
+    }
     let b = wg.x * WG + inv.lid;
     if (b < n_blocks) {
         var v: array<vec4<f32>, 8>;
@@ -58,7 +64,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
             let i = 8u * b + k;
             v[k] = x[xi + i];
             if (norm) {
-                v[k] = v[k] * scale * norm_w[i];
+                v[k] = v[k] * norm_w[i];
             }
             amax = max(amax, abs(v[k]));
         }

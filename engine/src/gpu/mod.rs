@@ -32,7 +32,7 @@ pub struct GpuFeatures {
     pub subgroups: bool,
     pub timestamps: bool,
     /// WGSL's packed 4x8 integer dot product (`dot4I8Packed`; the language extension
-    /// packed_4x8_integer_dot_product): the `_q8` matrix products (common/q8_stage.wgsl). naga
+    /// packed_4x8_integer_dot_product): the `_q8` matrix products (common/q8_dot.wgsl). naga
     /// always has it (a polyfill where the device lacks the instruction); browsers list it.
     pub int8_dot: bool,
     /// Cooperative matrices (tensor cores) with 16x16x16 f16 x f16 -> f32 fragments, f16 and

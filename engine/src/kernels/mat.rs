@@ -220,8 +220,24 @@ pub fn takes_small_q8(gpu: &Gpu, ty: GgmlType) -> bool {
     gpu.features.int8_dot && super::shape::has_q8_unit(ty)
 }
 
+/// Bytes from which a weight chunk's small passes take matvec_batch_q8 in a model's forward
+/// pass ([`small_q8_pays`]). Below it the pass is bound by its dispatches, and the quantization's
+/// own dispatch costs more than the kernel saves: on the H200, the MTP demo model (matrices of 0.1
+/// to 2.2 MB) verified at 1,500 tok/s with every matrix on it against 1,767 before, while the
+/// 4.7 MB attention output of the 30B MoE shape went from 1,369 to 858 us a 4-token pass, the
+/// 9.4 MB one of the dense 8B from 1,634 to 878 (bench/RESULTS.md, eleventh session).
+pub const SMALL_Q8_MIN_BYTES: u64 = 4 << 20;
+
+/// Whether a forward pass quantizes x for chunk `c`'s small passes: its type
+/// [`takes_small_q8`], and it holds at least [`SMALL_Q8_MIN_BYTES`] (none in the engine's unit
+/// tests, whose tiny models would otherwise never take the path).
+pub fn small_q8_pays(gpu: &Gpu, c: &WeightChunk) -> bool {
+    let min_bytes = if cfg!(test) { 0 } else { SMALL_Q8_MIN_BYTES };
+    takes_small_q8(gpu, c.ty) && c.buffer.size() >= min_bytes
+}
+
 /// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one
-/// token, the small-batch kernel (each weight read once per 8 tokens: matvec_batch_q8 from
+/// token, the small-batch kernel (each weight read once per 2, 4 or 8 tokens: matvec_batch_q8 from
 /// `opts.x_q8` where given and [`takes_small_q8`], else matvec_batch) for 2 to [`MATVEC_BATCH`],
 /// the matmul ([`matmul_kernel`]) for more. One dispatch per weight chunk.
 pub fn mat(
@@ -367,9 +383,9 @@ struct QuantizeParams {
 
 /// Bytes of `n_rows` rows of `n_cols` values quantized by [`quantize_q8`]
 /// (common/q8_global.wgsl's layout: 16 int8 of each plane an entry, then the blocks' f32 units,
-/// then the entries' f32 sums).
+/// the entries' f32 sums and the row's scale).
 pub fn q8_bytes(n_rows: u32, n_cols: u32) -> u64 {
-    n_rows as u64 * (n_cols / 8 + n_cols.div_ceil(128) + n_cols.div_ceil(64)) as u64 * 16
+    n_rows as u64 * (n_cols / 8 + n_cols.div_ceil(128) + n_cols.div_ceil(64) + 1) as u64 * 16
 }
 
 /// `xq` = the rows `rows` of `x` (`[rows, n_cols]`, f32), or of RMSNorm(x) * norm weights

@@ -262,7 +262,7 @@ impl<'a> Recorder<'a> {
     }
 
     /// `kernels::mat` over input `x`; for the passes that take the small-batch kernel, `x`
-    /// quantized first where `w` [`takes_small_q8`](kernels::takes_small_q8).
+    /// quantized first where that pays for `w` ([`Recorder::small_q8`]).
     fn mat(
         &mut self,
         w: &GpuWeight,
@@ -293,9 +293,10 @@ impl<'a> Recorder<'a> {
         Ok(())
     }
 
-    /// Whether any and whether every weight chunk of `w` takes the small-batch kernel on int8 x'.
+    /// Whether any and whether every weight chunk of `w` takes the small-batch kernel on int8 x'
+    /// ([`kernels::small_q8_pays`]).
     fn small_q8(&self, w: &GpuWeight) -> (bool, bool) {
-        let q8 = |c: &kernels::WeightChunk| kernels::takes_small_q8(self.gpu, c.ty);
+        let q8 = |c: &kernels::WeightChunk| kernels::small_q8_pays(self.gpu, c);
         (w.chunks.iter().any(q8), w.chunks.iter().all(q8))
     }
 

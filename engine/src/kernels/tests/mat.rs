@@ -170,7 +170,7 @@ fn shape_name(gpu: &Gpu, s: MatvecShape) -> String {
     format!("rows/wg {} {variant}{units}", s.rows)
 }
 
-/// x as the `_q8` kernels read it (common/q8_stage.wgsl): in each block of 32, d = max |x| /
+/// x as the `_q8` kernels read it (common/q8_dot.wgsl): in each block of 32, d = max |x| /
 /// 127, the quotient q = round(x / d) and the remainder's r = round((x - q d) 254 / d) (to nearest,
 /// ties to even, as WGSL's round), x' = (254 q + r) d / 254.
 pub(super) fn q8_round(x: &[f32]) -> Vec<f32> {
@@ -610,10 +610,17 @@ async fn small_batch_q8_every_type() {
                 let all: Vec<_> = std::iter::once(&q).chain(&m).collect();
                 run_dispatches(&gpu, &all, s, &step).await;
                 let got = read(&gpu, &yb, n * rows).await;
+                // The norm as the decode kernels apply it: x * w quantized, scaled after.
                 let xr: Vec<f32> = x
                     .chunks(cols)
                     .flat_map(|xt| match norm {
-                        Some(_) => q8_round(&rmsnorm_ref(xt, &norm_w, eps)),
+                        Some(_) => norm_read(
+                            MatvecShape::for_small(&gpu, 1, 32, ty),
+                            ty,
+                            xt,
+                            &norm_w,
+                            eps,
+                        ),
                         None => q8_round(xt),
                     })
                     .collect();
