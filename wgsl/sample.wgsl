@@ -3,7 +3,8 @@
 // Sampling, stage 2 of 2: merges the candidates of stage 1 (sample_topk.wgsl) and draws a token,
 // following llama.cpp's default chain: top-k, top-p, min-p (both on the softmax at temperature 1),
 // then the temperature, then a draw with the host's uniform random number u. Writes the id to
-// tokens[0], where the next pass's embedding reads it.
+// tokens[row], where the next pass's embedding reads it (row 0 of a session's pass; a batched
+// step's row of each sampled sequence).
 // One workgroup: each thread holds up to PER candidates; K rounds of a workgroup argmax give the
 // best K in order; thread 0 then walks that short list.
 
@@ -18,12 +19,12 @@ struct Params {
     min_p: f32,     // 0: off
     temp: f32,      // > 0
     u: f32,         // uniform in [0, 1)
+    row: u32,       // the logits row sampled (sample_topk.wgsl's) and the token written
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> cand: array<vec2<u32>>;       // [n_cand] (f32 bits, id)
-@group(0) @binding(1) var<storage, read_write> tokens: array<u32>;     // [>= 1]
+@group(0) @binding(1) var<storage, read_write> tokens: array<u32>;     // [> row]
 @group(0) @binding(2) var<uniform> p: Params;
 
 var<workgroup> top_v: array<f32, K>;
@@ -112,5 +113,5 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             break;
         }
     }
-    tokens[0] = select(chosen, 0u, chosen == 0xffffffffu);
+    tokens[p.row] = select(chosen, 0u, chosen == 0xffffffffu);
 }

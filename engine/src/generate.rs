@@ -126,10 +126,10 @@ pub async fn generate_with(
 /// generations on one GPU (`tandem serve`'s slots): [`Generator::start`] feeds the prompt,
 /// each [`Generator::step`] hands out the tokens the last pass made and runs the next pass,
 /// [`Generator::finish`] flushes the text held back. [`generate_with`] is the loop over it.
-/// A step is also [`Generator::hand_out`] then [`Generator::advance`], or, for a greedy
-/// generation without a drafter, `hand_out` then [`Generator::take`] of the token a
-/// [`SessionSet::decode_greedy`](crate::model::SessionSet::decode_greedy) made for it along
-/// with other sessions'.
+/// A step is also [`Generator::hand_out`] then [`Generator::advance`], or, for a generation
+/// without a drafter, `hand_out` then [`Generator::take`] of the token a
+/// [`SessionSet::decode`](crate::model::SessionSet::decode) made for it (with
+/// [`Generator::sampler`]) along with other sessions'.
 pub struct Generator {
     opts: GenerateOptions,
     out: Generation,
@@ -235,14 +235,19 @@ impl Generator {
         true
     }
 
-    /// Whether the next token can come from a batched greedy step
-    /// ([`SessionSet::decode_greedy`](crate::model::SessionSet::decode_greedy)): greedy
-    /// sampling, no drafter.
+    /// Whether the next token can come from a batched step
+    /// ([`SessionSet::decode`](crate::model::SessionSet::decode), with [`Generator::sampler`]):
+    /// no drafter (speculation verifies its own drafts).
     pub fn batchable(&self) -> bool {
-        self.opts.sampling.is_greedy() && self.stats.is_none()
+        self.stats.is_none()
     }
 
-    /// Takes the next token from a batched greedy step instead of running a pass.
+    /// The sampler a batched step takes this generation's next token with.
+    pub fn sampler(&mut self) -> &mut Sampler {
+        &mut self.sampler
+    }
+
+    /// Takes the next token from a batched step instead of running a pass.
     pub fn take(&mut self, id: u32) {
         self.batch = vec![id];
     }

@@ -41,7 +41,8 @@ struct SampleParams {
     min_p: f32,
     temp: f32,
     u: f32,
-    _pad: [u32; 2],
+    row: u32,
+    _pad: u32,
 }
 
 #[cfg(test)]
@@ -72,7 +73,7 @@ pub struct SampleKernels {
     row: u32,
 }
 
-/// Sampling of `logits[row, :]` into `tokens[0]` (see wgsl/sample_topk.wgsl, wgsl/sample.wgsl).
+/// Sampling of `logits[row, :]` into `tokens[row]` (see wgsl/sample_topk.wgsl, wgsl/sample.wgsl).
 pub fn sample(
     gpu: &Gpu,
     logits: &wgpu::Buffer,
@@ -170,7 +171,8 @@ impl SampleKernels {
                 min_p: params.min_p,
                 temp: params.temperature.max(1e-6),
                 u,
-                _pad: [0; 2],
+                row: self.row,
+                _pad: 0,
             }),
         );
     }

@@ -2,12 +2,14 @@
 //! sequence i of it), and the batched decode step that runs the next token of several of them
 //! as one forward pass: every weight is read once for all their rows (the small-batch matrix
 //! kernels), each row attending to its own sequence's keys through the row table
-//! (wgsl/common/rows.wgsl). `tandem serve --parallel N` steps its slots this way; prompts are
+//! (wgsl/common/rows.wgsl) and taking its token by its own sampler (the argmax of every row,
+//! then the sampling kernels of each sampled row). `tandem serve --parallel N` steps its slots this way; prompts are
 //! still fed one session at a time ([`Session::prefill`]) between steps.
 
 use std::sync::Arc;
 
-use crate::kernels::{self, Dispatch, Row, Seqs, StepInfo, StepUniform};
+use crate::kernels::{self, Dispatch, Row, SampleKernels, Seqs, StepInfo, StepUniform};
+use crate::sampling::Sampler;
 use crate::{Error, Result};
 
 use super::plan::{kv_caches, Activations};
@@ -22,6 +24,8 @@ pub struct SessionSet {
     forward: Vec<Dispatch>,
     /// Greedy sampling of every row into `act.tokens` (the verify path's argmax over rows).
     greedy: [Dispatch; 2],
+    /// Sampling of row k into `act.tokens[k]`, for the rows whose sampler is not greedy.
+    sample: Vec<SampleKernels>,
     /// Readback of a step's ids, one word per session.
     staging: wgpu::Buffer,
 }
@@ -73,6 +77,9 @@ impl SessionSet {
             c.n_vocab,
             n_seq,
         )?;
+        let sample = (0..n_seq)
+            .map(|row| kernels::sample(gpu, &act.logits, &act.tokens, c.n_vocab, row))
+            .collect::<Result<Vec<_>>>()?;
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("batched step readback"),
             size: n_seq as u64 * 4,
@@ -84,6 +91,7 @@ impl SessionSet {
             act,
             forward,
             greedy,
+            sample,
             staging,
         })
     }
@@ -104,19 +112,24 @@ impl SessionSet {
         &mut self.sessions[i]
     }
 
-    /// One greedy decode step of the sessions `which` (distinct indices) in one forward pass:
-    /// each feeds the token it sampled last at its next position, as [`Session::decode`] would,
-    /// and gets the argmax of its row. Returns the ids in the order of `which`; one submit, one
-    /// readback. A session's pass run ahead is undone first.
-    pub async fn decode_greedy(&mut self, which: &[usize]) -> Result<Vec<u32>> {
-        let n = which.len();
+    /// One decode step of the sessions in `rows` (distinct indices, each with its sampler) in
+    /// one forward pass: each feeds the token it sampled last at its next position, as
+    /// [`Session::decode`] would, and takes the next with its sampler: the argmax of its row where
+    /// the sampler is greedy, else the sampling kernels with the sampler's parameters, its
+    /// session's history and its next random number (one a step, as a session's own pass draws).
+    /// Returns the ids in the order of `rows`; one submit, one readback. A session's pass run
+    /// ahead is undone first.
+    pub async fn decode(&mut self, rows: &mut [(usize, &mut Sampler)]) -> Result<Vec<u32>> {
+        let n = rows.len();
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut rows = Vec::with_capacity(n);
+        let mut table = Vec::with_capacity(n);
         let mut fed = Vec::with_capacity(n);
-        for (k, &i) in which.iter().enumerate() {
-            if i >= self.sessions.len() || which[..k].contains(&i) {
+        for k in 0..n {
+            let i = rows[k].0;
+            if i >= self.sessions.len() || rows[..k].iter().any(|r| r.0 == i) {
+                let which: Vec<usize> = rows.iter().map(|r| r.0).collect();
                 return Err(Error::InvalidArgument(format!(
                     "a batched step takes distinct sessions below {}, not {which:?}",
                     self.sessions.len()
@@ -130,28 +143,43 @@ impl SessionSet {
                     "session {i} has no sampled token to decode from"
                 )));
             };
-            rows.push(Row {
+            table.push(Row {
                 seq: s.seq,
                 pos: s.pos,
             });
             fed.push(id);
         }
-        let keys = rows.iter().map(|r| r.pos + 1).max().unwrap_or(1);
+        let gpu = self.sessions[0].model.gpu.clone();
+        // The sampled rows' parameters, recent tokens (with the one fed now) and random numbers.
+        let mut sampled = Vec::new();
+        for (k, (i, sampler)) in rows.iter_mut().enumerate() {
+            if sampler.params.is_greedy() {
+                continue;
+            }
+            let s = &mut self.sessions[*i];
+            s.history.push(fed[k]);
+            let u = sampler.next_uniform();
+            self.sample[k].prepare(&gpu, &sampler.params, &s.history, u);
+            s.history.pop();
+            sampled.push(k);
+        }
+        let keys = table.iter().map(|r| r.pos + 1).max().unwrap_or(1);
         let s = StepInfo {
             seqs: Seqs::Table { keys },
             ..StepInfo::new(n as u32, 0, n as u32)
         };
-        let gpu = self.sessions[0].model.gpu.clone();
         gpu.queue
             .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(&fed));
         gpu.queue
-            .write_buffer(&self.act.rows, 0, bytemuck::cast_slice(&rows));
+            .write_buffer(&self.act.rows, 0, bytemuck::cast_slice(&table));
         gpu.queue
             .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            for d in self.forward.iter().chain(&self.greedy) {
+            // Every row's argmax, then the sampled rows' draws over theirs.
+            let draws = sampled.iter().flat_map(|&k| &self.sample[k].dispatches);
+            for d in self.forward.iter().chain(&self.greedy).chain(draws) {
                 d.record(&mut pass, &s);
             }
         }
@@ -160,8 +188,8 @@ impl SessionSet {
         let submission = gpu.submit(encoder.finish());
         let ids: Vec<u32> =
             bytemuck::pod_collect_to_vec(&gpu.map_staging(&self.staging, bytes, submission).await?);
-        for ((&i, &id), &f) in which.iter().zip(&ids).zip(&fed) {
-            self.sessions[i].took_batched_step(f, id);
+        for ((r, &id), &f) in rows.iter().zip(&ids).zip(&fed) {
+            self.sessions[r.0].took_batched_step(f, id);
         }
         Ok(ids)
     }

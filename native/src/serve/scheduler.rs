@@ -8,10 +8,11 @@
 //!
 //! Scheduling is continuous batching: each turn of the loop starts waiting jobs in free slots (a
 //! prefill each), then runs one step of every running slot ([`Scheduler::step_all`]), so a new
-//! prompt joins between two steps of the others. The decode steps of the greedy slots run as one
-//! batched forward pass ([`SessionSet::decode_greedy`], bench/serve/BATCHING.md) that reads
-//! every weight once for all of them; a sampled slot (temperature > 0) runs its own pass, as
-//! does a greedy slot running alone (its session's pass runs ahead of the host).
+//! prompt joins between two steps of the others. The decode steps of the slots run as one
+//! batched forward pass ([`SessionSet::decode`], bench/serve/BATCHING.md) that reads every
+//! weight once for all of them, each row sampled by its own request's sampler; a slot running
+//! alone runs its own pass (its session's pass runs ahead of the host), as does a speculating
+//! one.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use tandem_engine::generate::{GenerateOptions, Generation, Generator};
 use tandem_engine::gpu::Gpu;
 use tandem_engine::model::{Session, SessionSet};
+use tandem_engine::sampling::Sampler;
 use tandem_engine::tokenizer::Tokenizer;
 use tandem_engine::Error;
 use tokio::sync::mpsc::UnboundedSender;
@@ -240,10 +242,10 @@ impl Scheduler {
     }
 
     /// One step of every running slot: hands out the tokens its last pass made, then makes its
-    /// next ones, the greedy slots' in one batched pass when two or more run; a reply that
-    /// ended (an end token, a stop string, the token budget, the client gone) leaves its slot.
+    /// next ones, in one batched pass when two or more can; a reply that ended (an end token, a
+    /// stop string, the token budget, the client gone) leaves its slot.
     fn step_all(&mut self) {
-        // Greedy slots whose next token comes from the batched pass, and slots that run their own.
+        // Slots whose next token comes from the batched pass, and slots that run their own.
         let (mut batch, mut own) = (Vec::new(), Vec::new());
         for i in 0..self.running.len() {
             let Some(r) = &mut self.running[i] else {
@@ -266,12 +268,19 @@ impl Scheduler {
                 own.push(i);
             }
         }
-        // Alone, a greedy slot's own pass runs ahead of the host, which a batched step does not.
+        // Alone, a slot's own pass runs ahead of the host, which a batched step does not.
         if batch.len() == 1 {
             own.append(&mut batch);
         }
         if !batch.is_empty() {
-            match pollster::block_on(self.sessions.decode_greedy(&batch)) {
+            let mut rows: Vec<(usize, &mut Sampler)> = self
+                .running
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| batch.contains(i))
+                .filter_map(|(i, r)| Some((i, r.as_mut()?.gen.sampler())))
+                .collect();
+            match pollster::block_on(self.sessions.decode(&mut rows)) {
                 Ok(ids) => {
                     self.metrics.count_batched(ids.len());
                     for (&i, id) in batch.iter().zip(ids) {

@@ -1,8 +1,9 @@
 //! Batched decode steps on the tiny fixtures (compiled in, so these run natively and in the
 //! browser): generations whose steps run together in one pass of a [`SessionSet`] give exactly
-//! the greedy tokens each gives alone in a session of its own, with prompts of different lengths,
-//! slots that join while others decode, slots reused for a new prompt after a reply ends, and a
-//! slot that steps alone with its own pass (run ahead) between batched steps, as serve does.
+//! the tokens each gives alone in a session of its own, greedy or sampled (each row by its own
+//! sampler and seed), with prompts of different lengths, slots that join while others decode,
+//! slots reused for a new prompt after a reply ends, and (greedy) a slot that steps alone with
+//! its own pass (run ahead) between batched steps, as serve does.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use crate::generate::{generate, GenerateOptions, Generator};
 use crate::gguf::Gguf;
 use crate::kernels::tests::{gpu, gpu_tests};
 use crate::model::{Model, Session, SessionOptions};
-use crate::sampling::SamplerParams;
+use crate::sampling::{Sampler, SamplerParams};
 use crate::tokenizer::Tokenizer;
 
 const LLAMA: &[u8] = include_bytes!("../../../../tests/fixtures/tiny-llama.gguf");
@@ -41,12 +42,28 @@ fn greedy(i: u32) -> GenerateOptions {
     }
 }
 
-/// Eleven prompts, each generated alone, then through `n_seq` slots of a session set: a slot
-/// takes the next prompt when it is free, at most one new prompt a step (so prompts join while
-/// the others decode), and every step of the running slots is one batched pass, except that a
-/// slot running alone takes its own pass on even steps (`tandem serve` does so always), run
-/// ahead of the host, which the next batched step undoes. The tokens must be the same.
-async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
+/// Sampled generation of 3 to 9 tokens with llama.cpp's chain and a repeat penalty (the rows'
+/// histories), seed i.
+fn sampled(i: u32) -> GenerateOptions {
+    GenerateOptions {
+        sampling: SamplerParams {
+            temperature: 0.9,
+            repeat_penalty: 1.1,
+            seed: i as u64,
+            ..Default::default()
+        },
+        ..greedy(i)
+    }
+}
+
+/// Eleven prompts, each generated alone with `opts(i)`, then through `n_seq` slots of a session
+/// set: a slot takes the next prompt when it is free, at most one new prompt a step (so prompts
+/// join while the others decode), and every step of the running slots is one batched pass,
+/// except that under greedy sampling a slot running alone takes its own pass on even steps
+/// (`tandem serve` does so always), run ahead of the host, which the next batched step undoes (a
+/// sampled pass run ahead would have drawn its random number, so sampled slots always step
+/// together here). The tokens must be the same.
+async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32, opts: fn(u32) -> GenerateOptions) {
     let g = Gguf::parse(&bytes).unwrap();
     let model = Arc::new(
         Model::load(gpu().await, &g, &bytes, &mut |_| {})
@@ -59,7 +76,7 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
     let mut alone = Vec::new();
     for i in 0..n {
         let mut s = Session::new(model.clone(), OPTS).await.unwrap();
-        let out = generate(&mut s, &tokenizer, &prompt(i, n_vocab), &greedy(i), |_| {})
+        let out = generate(&mut s, &tokenizer, &prompt(i, n_vocab), &opts(i), |_| {})
             .await
             .unwrap();
         alone.push(out.tokens);
@@ -81,7 +98,7 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
         if let Some(slot) = running.iter().position(Option::is_none) {
             if let Some(i) = waiting.pop_front() {
                 let s = set.session_mut(slot);
-                let gen = Generator::start(s, None, &prompt(i, n_vocab), &greedy(i))
+                let gen = Generator::start(s, None, &prompt(i, n_vocab), &opts(i))
                     .await
                     .unwrap();
                 running[slot] = Some((i, gen));
@@ -99,13 +116,14 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
             }
         }
         widest = widest.max(batch.len());
-        if let ([slot], 0) = (&batch[..], step % 2) {
+        let own = opts(0).sampling.is_greedy();
+        if let ([slot], 0, true) = (&batch[..], step % 2, own) {
             let gen = &mut running[*slot].as_mut().unwrap().1;
             gen.advance(set.session_mut(*slot), None).await.unwrap();
             own_passes += 1;
             continue;
         }
-        let ids = set.decode_greedy(&batch).await.unwrap();
+        let ids = batched_step(&mut set, &mut running, &batch).await;
         for (&slot, id) in batch.iter().zip(ids) {
             running[slot].as_mut().unwrap().1.take(id);
         }
@@ -114,7 +132,9 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
         widest, n_seq as usize,
         "every slot decoded in one pass at some step"
     );
-    assert!(own_passes > 0, "a slot stepped alone with its own pass");
+    if opts(0).sampling.is_greedy() {
+        assert!(own_passes > 0, "a slot stepped alone with its own pass");
+    }
     for i in 0..n as usize {
         assert_eq!(
             together[i],
@@ -125,17 +145,36 @@ async fn batched_equals_alone(bytes: &'static [u8], n_seq: u32) {
     }
 }
 
+/// One batched step of the generations in the slots `batch`, each with its own sampler.
+async fn batched_step(
+    set: &mut SessionSet,
+    running: &mut [Option<(u32, Generator)>],
+    batch: &[usize],
+) -> Vec<u32> {
+    let mut rows: Vec<(usize, &mut Sampler)> = running
+        .iter_mut()
+        .enumerate()
+        .filter(|(slot, _)| batch.contains(slot))
+        .map(|(slot, r)| (slot, r.as_mut().unwrap().1.sampler()))
+        .collect();
+    set.decode(&mut rows).await.unwrap()
+}
+
 async fn batched_llama_equals_each_alone() {
-    batched_equals_alone(LLAMA, 4).await;
+    batched_equals_alone(LLAMA, 4, greedy).await;
 }
 
 async fn batched_moe_equals_each_alone() {
-    batched_equals_alone(QWEN3MOE, 3).await;
+    batched_equals_alone(QWEN3MOE, 3, greedy).await;
 }
 
 /// Gemma 3: sliding-window layers, q/k norms and post-norms.
 async fn batched_gemma3_equals_each_alone() {
-    batched_equals_alone(GEMMA3, 3).await;
+    batched_equals_alone(GEMMA3, 3, greedy).await;
+}
+
+async fn batched_sampling_equals_each_alone() {
+    batched_equals_alone(LLAMA, 4, sampled).await;
 }
 
 /// The set's shared KV buffer must fit a storage binding: refused, naming the slots, when not.
@@ -156,6 +195,7 @@ async fn a_set_too_large_for_a_binding_is_refused() {
 
 gpu_tests!(
     batched_llama_equals_each_alone,
+    batched_sampling_equals_each_alone,
     batched_moe_equals_each_alone,
     batched_gemma3_equals_each_alone,
     a_set_too_large_for_a_binding_is_refused
