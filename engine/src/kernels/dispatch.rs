@@ -317,6 +317,17 @@ pub(crate) const IN_OUT_LAYOUT: &[Binding] = &[
     Binding::Uniform,
 ];
 
+/// (input, second input, output, parameters, step): the layout of the kernels with two inputs
+/// and one output (rmsnorm and quantize_q8: x and the norm weights; embed: the table and the
+/// token ids; moe_router: the logits and the bias).
+pub(crate) const IN2_OUT_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+];
+
 /// What one WGSL kernel binds, as the Rust side binds it: each family file lists its kernels
 /// next to their layouts and `Params` (`BINDS`), and `kernels/tests/bindings.rs` checks every
 /// variant of every kernel in `gpu::shaders::SHADERS` against naga's reading of its WGSL.

@@ -2,20 +2,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{key, qtype_suffix, Cost, Dispatch, When};
+use super::dispatch::{key, qtype_suffix, Cost, Dispatch, When, IN2_OUT_LAYOUT};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::mat::GpuWeight;
-use crate::gpu::{Binding, Gpu};
+use crate::gpu::Gpu;
 use crate::Result;
-
-const EMBED_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Uniform,
-    Binding::Uniform,
-];
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -29,7 +21,7 @@ struct EmbedParams {
 #[cfg(test)]
 pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
     stem: "embed",
-    layout: EMBED_LAYOUT,
+    layout: IN2_OUT_LAYOUT,
     unused: &[],
     uniforms: &[(3, size_of::<EmbedParams>()), (4, size_of::<StepUniform>())],
     constants: &[],
@@ -60,7 +52,7 @@ pub fn embed(
             Dispatch::one(
                 gpu,
                 &table.name,
-                &key(format!("embed_{q}"), EMBED_LAYOUT),
+                &key(format!("embed_{q}"), IN2_OUT_LAYOUT),
                 &[&chunk.buffer, tokens, y, &pbuf, step],
                 When::Always,
                 |s| [s.n_tokens, 1, 1],

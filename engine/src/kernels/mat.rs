@@ -7,6 +7,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{
     f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, StepInfo, When,
+    IN2_OUT_LAYOUT,
 };
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
@@ -139,7 +140,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     },
     KernelBinds {
         stem: "quantize_q8",
-        layout: QUANTIZE_LAYOUT,
+        layout: IN2_OUT_LAYOUT,
         unused: &[],
         uniforms: &[
             (3, size_of::<QuantizeParams>()),
@@ -364,14 +365,6 @@ pub fn mat(
     Ok(out)
 }
 
-const QUANTIZE_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Uniform,
-    Binding::Uniform,
-];
-
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct QuantizeParams {
@@ -416,7 +409,7 @@ pub fn quantize_q8(
     let key = PipelineKey {
         shader: super::shape::reduce_variant(gpu, "quantize_q8".into(), QUANTIZE_WG, true),
         constants: Vec::new(),
-        layout: QUANTIZE_LAYOUT,
+        layout: IN2_OUT_LAYOUT,
     };
     let d = Dispatch::one(
         gpu,

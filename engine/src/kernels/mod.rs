@@ -48,7 +48,7 @@ pub use stream::{stream_read, stream_read_bandwidth};
 
 #[cfg(test)]
 pub(crate) use dispatch::KernelBinds;
-pub(crate) use dispatch::{f32s, grid_2d, key, qtype_suffix, IN_OUT_LAYOUT};
+pub(crate) use dispatch::{f32s, grid_2d, key, qtype_suffix, IN2_OUT_LAYOUT, IN_OUT_LAYOUT};
 
 /// What every kernel binds, family by family, as the Rust side binds it: every variant in
 /// `gpu::shaders::SHADERS` must have its kernel here (`tests/bindings.rs` checks them against

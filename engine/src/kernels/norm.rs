@@ -2,20 +2,12 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{f32s, key, Cost, Dispatch, Rows, When};
+use super::dispatch::{f32s, key, Cost, Dispatch, Rows, When, IN2_OUT_LAYOUT};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::shape::reduce_variant;
-use crate::gpu::{Binding, Gpu};
+use crate::gpu::Gpu;
 use crate::Result;
-
-const NORM_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Uniform,
-    Binding::Uniform,
-];
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -49,7 +41,7 @@ const NORM_WG: u32 = 256;
 #[cfg(test)]
 pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
     stem: "rmsnorm",
-    layout: NORM_LAYOUT,
+    layout: IN2_OUT_LAYOUT,
     unused: &[],
     uniforms: &[(3, size_of::<NormParams>()), (4, size_of::<StepUniform>())],
     constants: &[("WG", NORM_WG)],
@@ -81,7 +73,7 @@ pub fn rmsnorm(
     Dispatch::one(
         gpu,
         "rmsnorm",
-        &key(shader, NORM_LAYOUT),
+        &key(shader, IN2_OUT_LAYOUT),
         &[x, weight, y, &pbuf, step],
         opts.when,
         move |s| [rows.count(s), 1, 1],

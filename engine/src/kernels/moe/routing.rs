@@ -3,10 +3,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::super::{f32s, key, Cost, Dispatch, When, IN_OUT_LAYOUT};
+use super::super::{f32s, key, Cost, Dispatch, When, IN2_OUT_LAYOUT, IN_OUT_LAYOUT};
 #[cfg(test)]
 use super::super::{KernelBinds, StepUniform};
-use crate::gpu::{Binding, Gpu};
+use crate::gpu::Gpu;
 use crate::{Error, Result};
 
 /// Most experts a layer may have (MAX_E in moe_router.wgsl and moe_sort.wgsl).
@@ -59,14 +59,6 @@ impl Routing {
     }
 }
 
-const ROUTER_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Uniform,
-    Binding::Uniform,
-];
-
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct RouterParams {
@@ -106,7 +98,7 @@ pub fn router(
     Dispatch::one(
         gpu,
         "moe_router",
-        &key("moe_router".into(), ROUTER_LAYOUT),
+        &key("moe_router".into(), IN2_OUT_LAYOUT),
         &[logits, bias.unwrap_or(dummy), route, &pbuf, step],
         When::Always,
         |s| [s.n_tokens, 1, 1],
@@ -150,7 +142,7 @@ pub fn sort(
 pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "moe_router",
-        layout: ROUTER_LAYOUT,
+        layout: IN2_OUT_LAYOUT,
         unused: &[],
         uniforms: &[
             (3, size_of::<RouterParams>()),
