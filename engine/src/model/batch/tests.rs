@@ -45,7 +45,7 @@ fn greedy(i: u32) -> GenerateOptions {
 /// For odd i, sampled generation of 3 to 9 tokens with llama.cpp's chain and a repeat penalty
 /// (the rows' histories), seed i; greedy for even i, so that steps mix both.
 fn some_sampled(i: u32) -> GenerateOptions {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         return greedy(i);
     }
     GenerateOptions {
