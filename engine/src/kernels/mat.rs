@@ -6,8 +6,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{
-    f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, StepInfo, When,
-    IN2_OUT_LAYOUT,
+    f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, When, IN2_OUT_LAYOUT,
 };
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
@@ -15,7 +14,7 @@ use super::glu::Activation;
 use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
-use crate::gpu::{Binding, Gpu, PipelineKey};
+use crate::gpu::{Binding, Gpu};
 use crate::quant::GgmlType;
 use crate::Result;
 
@@ -327,16 +326,12 @@ pub fn mat(
             ],
         );
         let (rows, when) = (opts.rows, opts.when);
-        let batch_tokens: Vec<u32> = batch.iter().map(|b| b.0).collect();
+        let (batch_tokens, batch): (Vec<u32>, Vec<_>) = batch.into_iter().unzip();
         let n_rows = chunk.n_rows;
         out.push(Dispatch {
             cost: mat_cost_rule(chunk, w.n_cols, opts),
             label: w.name.clone(),
-            pipelines: [matvec]
-                .into_iter()
-                .chain(batch.iter().map(|b| b.1.clone()))
-                .chain([matmul])
-                .collect(),
+            pipelines: [matvec].into_iter().chain(batch).chain([matmul]).collect(),
             bind_group,
             grid: Box::new(move |s| {
                 if !when.admits(s) {
@@ -406,26 +401,24 @@ pub fn quantize_q8(
         rows_mode: rows.mode(),
     };
     let pbuf = gpu.uniform("quantize_q8", &params);
-    let key = PipelineKey {
-        shader: super::shape::reduce_variant(gpu, "quantize_q8".into(), QUANTIZE_WG, true),
-        constants: Vec::new(),
-        layout: IN2_OUT_LAYOUT,
-    };
-    let d = Dispatch::one(
-        gpu,
-        "quantize_q8",
-        &key,
-        &[x, norm.map_or(x, |n| n.0), xq, &pbuf, step],
-        When::Always,
-        |_| [0, 0, 0],
-    )?;
-    let small = move |s: &StepInfo| (2..=MATVEC_BATCH).contains(&rows.count(s));
+    let shader = super::shape::reduce_variant(gpu, "quantize_q8".into(), QUANTIZE_WG, true);
     let norm_w = if norm.is_some() { n_cols as u64 } else { 0 };
     let groups = (n_cols / 32).div_ceil(QUANTIZE_WG);
     Ok(Dispatch {
-        grid: Box::new(move |s| small(s).then(|| (0, [groups, rows.count(s), 1]))),
+        label: "quantize_q8".into(),
+        pipelines: vec![gpu.pipeline(&key(shader, IN2_OUT_LAYOUT))?],
+        bind_group: gpu.bind_group(
+            IN2_OUT_LAYOUT,
+            &[x, norm.map_or(x, |n| n.0), xq, &pbuf, step],
+        ),
+        // The passes whose rows take the small-batch kernel (`mat`'s grid).
+        grid: Box::new(move |s| {
+            let n = rows.count(s);
+            (2..=MATVEC_BATCH)
+                .contains(&n)
+                .then_some((0, [groups, n, 1]))
+        }),
         cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * n_cols as u64 + norm_w))),
-        ..d
     })
 }
 

@@ -3,8 +3,8 @@
 //! as one forward pass: every weight is read once for all their rows (the small-batch matrix
 //! kernels), each row attending to its own sequence's keys through the row table
 //! (wgsl/common/rows.wgsl) and taking its token by its own sampler (the argmax of every row,
-//! then the sampling kernels of each sampled row). `tandem serve --parallel N` steps its slots this way; prompts are
-//! still fed one session at a time ([`Session::prefill`]) between steps.
+//! then the sampling kernels of each sampled row). `tandem serve --parallel N` steps its slots
+//! this way; prompts are still fed one session at a time ([`Session::prefill`]) between steps.
 
 use std::sync::Arc;
 

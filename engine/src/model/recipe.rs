@@ -365,22 +365,37 @@ impl<'a> Recorder<'a> {
             ..Default::default()
         };
         self.mat(w, &a.x, y, &decode)?;
-        let (any_q8, all_q8) = self.small_q8(w);
-        let x_q8 = any_q8
-            .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Some((norm_w, eps))))
-            .transpose()?;
-        let norm_when = if all_q8 && !keep_xn {
-            When::Large
-        } else {
-            When::Batch
-        };
-        self.norm(&a.x, norm_w, &a.xn, false, norm_when)?;
+        let x_q8 = self.normed_input(w, norm_w, keep_xn)?;
         let batch = MatOpts {
             bias,
             when: When::Batch,
             ..Default::default()
         };
         self.mat_from(w, &a.xn, x_q8, y, &batch)
+    }
+
+    /// A batched pass's input to `w`, RMSNorm(x) * `norm_w`: quantized with the norm for the
+    /// small passes where `w` takes int8 x' (returned), and into `xn` for the passes that read
+    /// it there (every batched pass with `keep_xn`, for later readers, or where a chunk of `w`
+    /// reads f32 x; else only the long ones).
+    fn normed_input(
+        &mut self,
+        w: &GpuWeight,
+        norm_w: &wgpu::Buffer,
+        keep_xn: bool,
+    ) -> Result<Option<&'a wgpu::Buffer>> {
+        let (eps, a) = (self.model.config.rms_eps, self.a);
+        let (any_q8, all_q8) = self.small_q8(w);
+        let x_q8 = any_q8
+            .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Some((norm_w, eps))))
+            .transpose()?;
+        let when = if all_q8 && !keep_xn {
+            When::Large
+        } else {
+            When::Batch
+        };
+        self.norm(&a.x, norm_w, &a.xn, false, when)?;
+        Ok(x_q8)
     }
 
     /// `x += W input`, or through the post-norm where the model has one (Gemma):
@@ -438,18 +453,14 @@ impl<'a> Recorder<'a> {
                 When::Always
             }
         };
-        // Small passes quantize x with the norm where gate/up take int8 x', or read xn (the
-        // earlier dispatch's when `batch_norm` is false).
-        let (any_q8, all_q8) = self.small_q8(&f.gate_up);
-        let x_q8 = match (any_q8, batch_norm) {
-            (false, _) => None,
-            (true, true) => Some(self.quantize(&a.x, f.gate_up.n_cols, Rows::Tokens, norm)?),
-            (true, false) => Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, None)?),
+        // Without `batch_norm`, xn is an earlier dispatch's: small passes quantize it as it is.
+        let x_q8 = if batch_norm {
+            self.normed_input(&f.gate_up, &l.ffn_norm, false)?
+        } else if self.small_q8(&f.gate_up).0 {
+            Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, None)?)
+        } else {
+            None
         };
-        if batch_norm {
-            let when = if all_q8 { When::Large } else { When::Batch };
-            self.norm(&a.x, &l.ffn_norm, &a.xn, false, when)?;
-        }
         let batch = MatOpts {
             when: When::Batch,
             ..Default::default()
