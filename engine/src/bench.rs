@@ -191,11 +191,16 @@ pub fn prompt(index: usize, len: usize, n_vocab: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Seconds of decoding before a profile ([`run`]), so that the GPU's clocks have risen.
+const PROFILE_WARM_SECONDS: f64 = 1.0;
+
 /// Runs the protocol on `s` (whose context must hold [`BenchOptions::context_needed`]
-/// positions; a prompt that does not fit is a context-overflow error): one warm-up request, then each prompt from an empty cache, `on_prompt(index,
-/// prefill tok/s, decode tok/s)` after each; then, with `profile`, the streaming-read ceiling and
-/// one timed pass at the end of the last prompt's context. The cache is left in use. With
-/// `drafter`, each prompt's tokens after the first come from speculative steps.
+/// positions; a prompt that does not fit is a context-overflow error): one warm-up request
+/// (with `profile`, warm-up requests for [`PROFILE_WARM_SECONDS`]), then each prompt from an
+/// empty cache, `on_prompt(index, prefill tok/s, decode tok/s)` after each; then, with
+/// `profile`, the streaming-read ceiling and one timed pass at the end of the last prompt's
+/// context. The cache is left in use. With `drafter`, each prompt's tokens after the first come
+/// from speculative steps.
 pub async fn run(
     s: &mut Session,
     mut drafter: Option<&mut Drafter<'_>>,
@@ -222,6 +227,23 @@ pub async fn run(
     let len = DraftLen::new(opts.draft_max, opts.draft_adaptive);
     let warm_stats = &mut SpecStats::default();
     generate(s, drafter.as_deref_mut(), &warm, 2, len, greedy, warm_stats).await?;
+    if opts.profile {
+        // A GPU idle at start runs its first kernels at a lower clock (H200: short profile runs
+        // read the streaming ceiling and every kernel at about half speed): keep it busy first.
+        let start = now_seconds();
+        while now_seconds() - start < PROFILE_WARM_SECONDS {
+            generate(
+                s,
+                drafter.as_deref_mut(),
+                &warm,
+                opts.gen_tokens,
+                len,
+                greedy,
+                warm_stats,
+            )
+            .await?;
+        }
+    }
     let (mut prefill, mut decode) = (Vec::new(), Vec::new());
     let mut stats = SpecStats::default();
     for i in 0..opts.prompts {

@@ -73,17 +73,11 @@ pub fn has_q8_unit(ty: GgmlType) -> bool {
 const Q8_LONG_ROW: u32 = 8192;
 
 /// Rows a workgroup of a `_q8` decode kernel must serve for staging x' to pay, on a GPU. H200,
-/// dense 8B shape (bench/RESULTS.md): Q4_K with 32 rows a workgroup (ffn_gate_up) 2,033 to 1,502
-/// us a pass, with 16 (attn_output, attn_qkv) 574 to 590 and 962 to 1,030; Q6_K's f32 unit is
-/// weaker, and its `_q8` one paid at 16 (the output matrix 394 to 236 us, ffn_down 1,596 to 1,273
-/// with half its layers Q6_K).
-fn q8_min_rows(ty: GgmlType) -> u32 {
-    if ty == GgmlType::Q6K {
-        16
-    } else {
-        32
-    }
-}
+/// dense 8B decode (bench/RESULTS.md, twelfth session): with 16, the attention projections
+/// (Q4_K, 16 rows a workgroup) take `_q8` too, 218.0 to 233.4 tok/s (attn_qkv 1,047 to 896 us a
+/// pass, attn_output 678 to 580); Qwen3-30B-A3B shape 213.9 to 218.2. Fewer rows than 16 change
+/// nothing on these shapes (no decode matrix has them).
+const Q8_MIN_ROWS: u32 = 16;
 
 /// Whether the subgroup (`_sg`) variant of a kernel whose rows are each summed by `threads`
 /// invocations (common/reduce_sg.wgsl) is correct on this adapter: it has subgroups, and
@@ -139,7 +133,7 @@ impl MatvecShape {
     /// unit ([`decode_unit`]; a 256-wide Q4_K row has 8), then with fewer where the matrix
     /// would make fewer than [`MATVEC_MIN_WORKGROUPS`] workgroups (a 128-expert router's 32
     /// workgroups of 4 rows leave most of a large GPU idle). The `_q8` kernels start from twice
-    /// the rows and are kept only where the rows repay staging x' ([`q8_min_rows`],
+    /// the rows and are kept only where the rows repay staging x' ([`Q8_MIN_ROWS`],
     /// [`Q8_LONG_ROW`]).
     pub fn for_matrix(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         MatvecShape::for_adapter(gpu).fit(gpu, n_rows, n_cols, ty)
@@ -185,7 +179,7 @@ impl MatvecShape {
             // (H200, dense 8B decode: 200.3 tok/s with 4 groups of 4 rows, 207.5 with 8), and
             // too few rows do not repay it.
             let rows = gpu_matvec_rows(2 * shape.rows, groups, units);
-            if rows * shape.per_thread >= q8_min_rows(ty) || n_cols >= Q8_LONG_ROW {
+            if rows * shape.per_thread >= Q8_MIN_ROWS || n_cols >= Q8_LONG_ROW {
                 return MatvecShape { rows, ..shape };
             }
             shape.int8 = false;
