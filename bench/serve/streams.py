@@ -7,6 +7,7 @@ tok/s (tokens after the first over the time from the first piece to the last), o
 per N.
 
 Usage: streams.py BASE_URL --streams 1,4,8,32 [--tokens 128] [--prompt-words 64]
+                  [--temperature T]   (0: greedy; above 0 each request samples with its own seed)
 """
 
 import argparse
@@ -22,6 +23,7 @@ ap.add_argument("base")
 ap.add_argument("--streams", default="1,4,8,32")
 ap.add_argument("--tokens", type=int, default=128)
 ap.add_argument("--prompt-words", type=int, default=64)
+ap.add_argument("--temperature", type=float, default=0.0)
 args = ap.parse_args()
 url = urllib.parse.urlparse(args.base)
 
@@ -30,7 +32,8 @@ def one(i, out):
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=3600)
     # Distinct prompts, so no slot reuses another's cached prefix.
     prompt = f"Stream {i}: " + " ".join(f"word{(i * 7 + k) % 997}" for k in range(args.prompt_words))
-    body = json.dumps({"prompt": prompt, "max_tokens": args.tokens, "temperature": 0,
+    body = json.dumps({"prompt": prompt, "max_tokens": args.tokens, "temperature": args.temperature,
+                       "seed": i,
                        "ignore_eos": True, "stream": True,
                        "stream_options": {"include_usage": True}})
     t0 = time.time()
