@@ -298,6 +298,52 @@ fn device_destroyed_mid_generation_fails_with_device_lost() {
     }
 }
 
+/// A model and KV cache together larger than the device's memory are refused before anything
+/// is uploaded, with both sizes. A Vulkan GPU tells its memory; a software adapter (lavapipe
+/// here) does not, so the test states one.
+#[test]
+fn model_larger_than_the_device_memory_is_refused_before_the_upload() {
+    let bytes = tiny();
+    let g = Gguf::parse(&bytes.as_slice()).unwrap();
+    let mut gpu = pollster::block_on(Gpu::new(&GpuOptions::default())).unwrap();
+    if gpu.info.backend == wgpu::Backend::Vulkan && gpu.info.device_type != wgpu::DeviceType::Cpu {
+        assert!(gpu.memory.is_some_and(|m| m > 0), "{}", gpu.describe());
+    }
+    let config = Model::check(&gpu, &g).unwrap();
+    // 256 positions: whole attention tiles, so the cache holds exactly these.
+    let opts = SessionOptions {
+        ctx: 256,
+        ubatch: 8,
+        ..Default::default()
+    };
+    let kv = 2
+        * (config.n_layer + config.n_nextn) as u64
+        * (config.n_kv_head * config.head_dim) as u64
+        * 256
+        * opts.kv.bytes();
+    let need = Model::weight_bytes(&g) + kv;
+    gpu.memory = Some(need);
+    opts.check(&gpu, &config).unwrap();
+    gpu.memory = Some(need - 1);
+    match opts.check(&gpu, &config) {
+        Err(Error::Limits {
+            what,
+            need: n,
+            have,
+        }) => {
+            assert!(what.contains("device memory"), "{what}");
+            assert_eq!((n, have), (need, need - 1));
+        }
+        other => panic!("expected Limits, got {other:?}"),
+    }
+    // Four sessions' caches (the serve slots) need four times the cache.
+    gpu.memory = Some(need);
+    assert!(matches!(
+        opts.check_set(&gpu, &config, 4),
+        Err(Error::Limits { .. })
+    ));
+}
+
 #[test]
 fn context_too_long_for_the_adapter_is_refused_from_the_metadata_alone() {
     let bytes = tiny();

@@ -91,6 +91,10 @@ pub struct Gpu {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub features: GpuFeatures,
+    /// Bytes of the device's memory where the backend tells them (Vulkan: a discrete GPU's
+    /// VRAM, an integrated one's heaps); `None` elsewhere (software adapters; WebGPU has no such
+    /// query, wgpu none of its own).
+    pub memory: Option<u64>,
     layouts: Mutex<HashMap<&'static [Binding], wgpu::BindGroupLayout>>,
     pipelines: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
     lost: Arc<Mutex<Option<String>>>,
@@ -99,6 +103,39 @@ pub struct Gpu {
     submits: AtomicU64,
     reads: AtomicU64,
     read_bytes: AtomicU64,
+}
+
+/// The device's memory on Vulkan (wgpu exposes no memory query; the Vulkan adapter's physical
+/// device answers it): a discrete GPU's largest device-local heap (its VRAM); on an integrated
+/// one all its heaps, since it shares the host's memory, and a driver may show only a small
+/// carve-out as device-local (AMD APUs). `None` on other backends and for software adapters,
+/// whose heap sizes are nominal (lavapipe states 2 GiB and allocates from the host).
+#[cfg(not(any(target_arch = "wasm32", target_vendor = "apple")))]
+fn device_memory(adapter: &wgpu::Adapter) -> Option<u64> {
+    // SAFETY: the physical device is only queried, not destroyed or changed, while `adapter`
+    // holds it.
+    let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    let instance = hal.shared_instance().raw_instance();
+    // SAFETY: a valid physical device of that instance.
+    let props =
+        unsafe { instance.get_physical_device_memory_properties(hal.raw_physical_device()) };
+    let heaps = props.memory_heaps_as_slice().iter();
+    match adapter.get_info().device_type {
+        wgpu::DeviceType::DiscreteGpu => {
+            const DEVICE_LOCAL: u32 = 1; // VK_MEMORY_HEAP_DEVICE_LOCAL_BIT
+            heaps
+                .filter(|h| h.flags.as_raw() & DEVICE_LOCAL != 0)
+                .map(|h| h.size)
+                .max()
+        }
+        wgpu::DeviceType::Cpu => None,
+        _ => Some(heaps.map(|h| h.size).fold(0, u64::saturating_add)),
+    }
+}
+
+#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
+fn device_memory(_adapter: &wgpu::Adapter) -> Option<u64> {
+    None
 }
 
 impl Gpu {
@@ -218,6 +255,7 @@ impl Gpu {
             device,
             queue,
             info: adapter.get_info(),
+            memory: device_memory(&adapter),
             limits,
             features,
             layouts: Mutex::new(HashMap::new()),
@@ -256,8 +294,12 @@ impl Gpu {
         } else {
             "subgroups off".into()
         };
+        let memory = match self.memory {
+            Some(bytes) => format!("memory {} MiB, ", bytes >> 20),
+            None => String::new(),
+        };
         format!(
-            "{} ({:?}, {:?}); max storage binding {} MiB, max buffer {} MiB; f16 {}, {subgroups}, int8 dot {}, coop matrices {}",
+            "{} ({:?}, {:?}); {memory}max storage binding {} MiB, max buffer {} MiB; f16 {}, {subgroups}, int8 dot {}, coop matrices {}",
             self.info.name,
             self.info.backend,
             self.info.device_type,

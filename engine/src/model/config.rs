@@ -64,6 +64,8 @@ pub struct Config {
     /// FNV-1a of the token strings (`tokenizer.ggml.tokens`; 0 without them), so a draft model's
     /// vocabulary can be checked against the target's without their tokenizers.
     pub vocab_hash: u64,
+    /// Bytes of tensor data the model uploads ([`Model::weight_bytes`](super::Model::weight_bytes)).
+    pub weight_bytes: u64,
 }
 
 /// The MoE part of a model's hyperparameters (GGUF keys in tests/reference/README.md).
@@ -263,6 +265,7 @@ impl Config {
             attn_softcap: g.opt_f32(&key("attn_logit_softcapping"))?.unwrap_or(0.0),
             moe,
             vocab_hash: vocab_hash(g)?,
+            weight_bytes: super::Model::weight_bytes(g),
         })
     }
 

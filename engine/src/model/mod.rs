@@ -102,8 +102,11 @@ impl Model {
         Ok(config)
     }
 
-    /// Bytes of tensor data the model uploads.
+    /// Bytes of tensor data the model uploads (saturating: a hostile header's claims are only
+    /// checked against the file later).
     pub fn weight_bytes(g: &Gguf) -> u64 {
-        g.tensors.iter().map(|t| t.n_bytes).sum()
+        g.tensors
+            .iter()
+            .fold(0u64, |sum, t| sum.saturating_add(t.n_bytes))
     }
 }

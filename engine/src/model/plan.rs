@@ -37,11 +37,9 @@ impl SessionOptions {
     /// config alone: callers run it before uploading the weights, so that a context or batch
     /// too large for the adapter is refused before gigabytes are uploaded. The widest dense FFN
     /// is taken to be `feed_forward_length`; [`Session::new`](super::Session::new) checks again
-    /// with the uploaded widths.
-    ///
-    /// wgpu cannot tell how much memory the device has, so the sum of the weights and the KV
-    /// caches is not checked here: a device that runs out while uploading fails the upload with
-    /// an out-of-memory error.
+    /// with the uploaded widths. Where the adapter tells its memory ([`Gpu::memory`]: Vulkan),
+    /// the weights and the KV caches together must fit it; elsewhere a device that runs out
+    /// while uploading fails the upload with an out-of-memory error.
     pub fn check(&self, gpu: &Gpu, config: &Config) -> Result<()> {
         self.check_set(gpu, config, 1)
     }
@@ -50,8 +48,42 @@ impl SessionOptions {
     /// whose KV caches share one buffer per layer.
     pub fn check_set(&self, gpu: &Gpu, config: &Config, n_seq: u32) -> Result<()> {
         check_sizes(gpu.max_binding(), config, config.n_ff as u64, *self)?;
-        check_kv(gpu.max_binding(), config, *self, n_seq)
+        check_kv(gpu.max_binding(), config, *self, n_seq)?;
+        check_memory(gpu.memory, config, *self, n_seq)
     }
+}
+
+/// The weights and the KV caches of `n_seq` sequences (every layer's, the MTP layers' too) must
+/// fit `memory`, the device's memory where the adapter tells it, so that a model too large for
+/// the device is refused before anything is uploaded.
+pub(super) fn check_memory(
+    memory: Option<u64>,
+    c: &Config,
+    opts: SessionOptions,
+    n_seq: u32,
+) -> Result<()> {
+    let Some(memory) = memory else {
+        return Ok(());
+    };
+    let layers = (c.n_layer + c.n_nextn) as u64;
+    let kv = kv_layer_bytes(c, opts)
+        .saturating_mul(2 * layers)
+        .saturating_mul(n_seq as u64);
+    let need = c.weight_bytes.saturating_add(kv);
+    if need > memory {
+        return Err(Error::Limits {
+            what: format!(
+                "device memory for the weights ({} MiB) and the KV cache of {} positions for \
+                 {n_seq} sequence(s) ({} MiB)",
+                c.weight_bytes >> 20,
+                opts.ctx,
+                kv >> 20
+            ),
+            need,
+            have: memory,
+        });
+    }
+    Ok(())
 }
 
 /// The size checks of a plan's activations, `n_ff` the widest dense FFN: a batch's activations
