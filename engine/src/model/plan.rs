@@ -71,10 +71,15 @@ pub(super) fn check_memory(
         .saturating_mul(n_seq as u64);
     let need = c.weight_bytes.saturating_add(kv);
     if need > memory {
+        let lower = if n_seq > 1 {
+            "lower the context or the parallel slots"
+        } else {
+            "lower the context"
+        };
         return Err(Error::Limits {
             what: format!(
                 "device memory for the weights ({} MiB) and the KV cache of {} positions for \
-                 {n_seq} sequence(s) ({} MiB)",
+                 {n_seq} sequence(s) ({} MiB; {lower})",
                 c.weight_bytes >> 20,
                 opts.ctx,
                 kv >> 20
