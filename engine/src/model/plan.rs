@@ -71,11 +71,7 @@ pub(super) fn check_memory(
         .saturating_mul(n_seq as u64);
     let need = c.weight_bytes.saturating_add(kv);
     if need > memory {
-        let lower = if n_seq > 1 {
-            "lower the context or the parallel slots"
-        } else {
-            "lower the context"
-        };
+        let lower = what_to_lower(n_seq);
         return Err(Error::Limits {
             what: format!(
                 "device memory for the weights ({} MiB) and the KV cache of {} positions for \
@@ -118,16 +114,21 @@ fn check_sizes(max_binding: u64, c: &Config, n_ff: u64, opts: SessionOptions) ->
     Ok(max_out)
 }
 
+/// What a KV cache for `n_seq` sequences too large for the device asks of the user.
+fn what_to_lower(n_seq: u32) -> &'static str {
+    if n_seq > 1 {
+        "lower the context or the parallel slots"
+    } else {
+        "lower the context"
+    }
+}
+
 /// One layer's KV cache for `n_seq` sequences must fit a storage binding: attention reaches
 /// every sequence through one bind group.
 fn check_kv(max_binding: u64, c: &Config, opts: SessionOptions, n_seq: u32) -> Result<()> {
     let kv_bytes = kv_layer_bytes(c, opts) * n_seq as u64;
     if kv_bytes > max_binding {
-        let lower = if n_seq > 1 {
-            "lower the context or the parallel slots"
-        } else {
-            "lower the context"
-        };
+        let lower = what_to_lower(n_seq);
         return Err(Error::Limits {
             what: format!(
                 "a storage binding for one layer's KV cache of {} positions for {n_seq} \
