@@ -24,8 +24,8 @@ npm --prefix web run build
 echo "== kernel tests in headless Chromium (wasm-bindgen-test)"
 # The same test bodies as natively, all but the sampling tests (6+ minutes on SwiftShader: a
 # 262144-token vocabulary and hundreds of draws). WASM_BINDGEN_TEST_TIMEOUT: the whole run, in s
-# (954 s on 2 cores with the `_q8` and subgroup variants, 2026-12-01; 1,503 s with the small-batch
-# int8 test and other builds sharing the cores, 2026-12-02).
+# (944 s on an idle 2-core machine, 2026-12-02, testing the decode shapes GPUs and CPU adapters
+# start from; 1,632 s with every shape the native suite tests).
 (cd engine && env -u VK_ICD_FILENAMES -u WGPU_BACKEND WASM_BINDGEN_TEST_TIMEOUT=2700 \
   cargo test --release --target wasm32-unknown-unknown --lib -- kernels::tests --skip sample::)
 
