@@ -154,17 +154,9 @@ pub(super) fn weight(
 
 /// The decode shapes to test: 1, 4 and 32 rows per workgroup (256, 64 and 8 threads a row) with
 /// subgroups (where they fit) and without, 64 and 256 rows (fewer threads a row than a subgroup,
-/// or one: the portable variant), and the adapter's choice. In the browser only the rows GPUs (4)
-/// and CPU adapters (256) start from: the rows are override constants of the same code, which
-/// the native run covers, and SwiftShader builds each pipeline for seconds (the three tests over
-/// these shapes took 922 of the browser suite's 1,300 s on a 2-core machine with all five).
+/// or one: the portable variant), and the adapter's choice.
 fn mat_shapes(gpu: &Gpu) -> Vec<MatvecShape> {
-    let rows: &[u32] = if cfg!(target_arch = "wasm32") {
-        &[4, 256]
-    } else {
-        &[1, 4, 32, 64, 256]
-    };
-    matvec_shapes(gpu, rows)
+    matvec_shapes(gpu, &[1, 4, 32, 64, 256])
 }
 
 /// How a shape reads in a failure message: rows per workgroup and the variant it took.

@@ -383,16 +383,13 @@ async fn run_moe(
 
 /// Token counts (the batched kernels' 64-token tiles: partly filled, and with 70 tokens where
 /// every expert is selected, one full tile and a second one), and for decode the shapes of its
-/// expert kernels: 4 rows per workgroup (64 threads a row: 8 subgroups on lavapipe) and, natively,
-/// 1 row (the whole workgroup; in the browser only the rows GPUs start from, as `mat_shapes`),
-/// with subgroups where the adapter has them and without, and the adapter's choice.
+/// expert kernels: 4 rows per workgroup (64 threads a row: 8 subgroups on lavapipe) and 1 row
+/// (the whole workgroup), with subgroups where the adapter has them and without, and the
+/// adapter's choice.
 fn runs(gpu: &Gpu) -> Vec<(usize, Option<MatvecShape>)> {
-    let rows: &[u32] = if cfg!(target_arch = "wasm32") {
-        &[4]
-    } else {
-        &[4, 1]
-    };
-    let decode = matvec_shapes(gpu, rows).into_iter().map(|s| (1, Some(s)));
+    let decode = matvec_shapes(gpu, &[4, 1])
+        .into_iter()
+        .map(|s| (1, Some(s)));
     decode.chain([3, 16, 40, 70].map(|n| (n, None))).collect()
 }
 
