@@ -208,9 +208,10 @@ pub fn wgsl_has_packed_dot(_instance: &wgpu::Instance) -> bool {
 }
 
 /// Stack of the thread [`with_deep_stack`] runs its work on. Address space is reserved, pages are
-/// committed only as the stack grows.
+/// committed only as the stack grows. 128 MiB holds the deepest value a chat template's largest
+/// budget can build, in a debug build too (`tokenizer::chat::MAX_TEMPLATE_FUEL`).
 #[cfg(not(target_arch = "wasm32"))]
-pub const DEEP_STACK_BYTES: usize = 64 << 20;
+pub const DEEP_STACK_BYTES: usize = 128 << 20;
 
 /// Runs `work` where deep recursion cannot overflow the caller's stack: natively on a scoped
 /// thread with a [`DEEP_STACK_BYTES`] stack (a tokio worker has 2 MiB, a test thread 2 MiB); in

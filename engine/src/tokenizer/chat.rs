@@ -3,8 +3,9 @@
 //! controls, `raise_exception`, a Python-style `tojson`, `strftime_now`, and Python string methods
 //! such as `.strip()` and `.startswith()` through minijinja-contrib's pycompat).
 
-use minijinja::value::{Kwargs, ValueKind};
-use minijinja::{Environment, ErrorKind, Value};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, Serde, ValueKind, ValueOrKwargs};
+use minijinja::{Environment, ErrorKind, State, Value};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -34,26 +35,30 @@ pub struct ChatTemplate {
 
 const NAME: &str = "chat_template";
 
-/// The instructions one render may run (minijinja's fuel): this many, plus
-/// [`TEMPLATE_STEPS_PER_MESSAGE`] a message, at most [`MAX_TEMPLATE_STEPS`]. A template comes from
-/// the model file, so it is input: without a budget `{% for i in range(99999) %}{% for j in
-/// range(99999) %}` never ends.
-pub const TEMPLATE_STEPS_BASE: u64 = 10_000;
+/// One render's budget (minijinja's fuel: an instruction costs 1, data about 1 per 64 bytes it
+/// creates or walks): this much, plus [`TEMPLATE_FUEL_PER_MESSAGE`] a message and
+/// [`TEMPLATE_FUEL_PER_BYTE_DIVISOR`]'s share of the conversation's bytes, at most
+/// [`MAX_TEMPLATE_FUEL`]. A template comes from the model file, so it is input: without a budget
+/// `{% for i in range(99999) %}{% for j in range(99999) %}` never ends, and a string that doubles
+/// each loop step (`{% set ns.x = [ns.x] ~ ns.x %}`) fills the memory in 30 steps. The output
+/// is data too: at most 64 bytes a fuel, 16 MB.
+pub const TEMPLATE_FUEL_BASE: u64 = 10_000;
 
-/// The instructions one render may run per message, beyond [`TEMPLATE_STEPS_BASE`]. gemma3's
-/// template spends about 50 a message (the test `long_conversation_fits_the_budget`).
-pub const TEMPLATE_STEPS_PER_MESSAGE: u64 = 200;
+/// The budget per message, beyond [`TEMPLATE_FUEL_BASE`]. gemma3's template spends about 52 a
+/// short message (the test `long_conversation_fits_the_budget`).
+pub const TEMPLATE_FUEL_PER_MESSAGE: u64 = 200;
 
-/// The most instructions one render may run, whatever the conversation's length. It also bounds
-/// how deep a hostile template can nest a value (a nested list literal is one instruction a
-/// level), which minijinja drops recursively: 100,000 levels take some tens of MiB of stack, so
-/// rendering runs on [`crate::platform::with_deep_stack`]'s 64 MiB stack, not on the caller's
-/// (a tokio worker's 2 MiB overflow near 5,000 levels in a debug build).
-pub const MAX_TEMPLATE_STEPS: u64 = 100_000;
+/// The budget per byte of the messages and extra variables is one over this: half a fuel, 32
+/// times what copying a byte costs (gemma3's and SmolLM2's templates spend 3 to 4 times).
+pub const TEMPLATE_FUEL_PER_BYTE_DIVISOR: u64 = 2;
 
-/// Most bytes a rendered conversation may have: far more than any context holds (a token is a few
-/// bytes), far less than a template could otherwise print (`{{ 'x' * 100000000 }}` in a loop).
-pub const MAX_RENDERED_BYTES: usize = 16 << 20;
+/// The largest budget, whatever the conversation. It also bounds how deep a hostile template can
+/// nest a value (a nested list literal costs about 1 a level), which minijinja drops
+/// recursively: rendering runs on [`crate::platform::with_deep_stack`]'s stack, not on the
+/// caller's (a tokio worker's 2 MiB overflow near 5,000 levels in a debug build). Measured with
+/// minijinja 3.1: a budget of 1,000,000 fits 64 MiB in a release build, 250,000 fits 128 MiB in a
+/// debug build.
+pub const MAX_TEMPLATE_FUEL: u64 = 250_000;
 
 /// Deepest nesting `tojson` writes (Python's `json.dumps` stops near 1,000 at its recursion limit).
 const MAX_JSON_DEPTH: usize = 128;
@@ -88,8 +93,12 @@ impl ChatTemplate {
         date: (i32, u32, u32),
     ) -> Result<Self> {
         let mut env = Environment::new();
-        env.set_trim_blocks(true);
-        env.set_lstrip_blocks(true);
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(template_error)?;
+        env.set_syntax(syntax);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", move |fmt: String| strftime(&fmt, date));
@@ -131,13 +140,25 @@ impl ChatTemplate {
     ) -> Result<String> {
         // Fuel is set on the environment; a clone shares the compiled template.
         let mut env = self.env.clone();
-        let steps = TEMPLATE_STEPS_BASE
-            .saturating_add(TEMPLATE_STEPS_PER_MESSAGE.saturating_mul(messages.len() as u64))
-            .min(MAX_TEMPLATE_STEPS);
-        env.set_fuel(Some(steps));
+        let bytes = messages
+            .iter()
+            .map(|m| m.role.len() + m.content.len())
+            .sum::<usize>()
+            + if extra.is_undefined() {
+                0
+            } else {
+                extra.to_string().len()
+            };
+        let fuel = TEMPLATE_FUEL_BASE
+            .saturating_add(TEMPLATE_FUEL_PER_MESSAGE.saturating_mul(messages.len() as u64))
+            .saturating_add(bytes as u64 / TEMPLATE_FUEL_PER_BYTE_DIVISOR)
+            .min(MAX_TEMPLATE_FUEL);
+        env.set_fuel(Some(fuel));
+        let namespaces = Namespaces::default();
+        env.add_function("namespace", namespaces.constructor());
         let tmpl = env.get_template(NAME).map_err(template_error)?;
         let base = minijinja::context! {
-            messages => Value::from_serialize(messages),
+            messages => Value::from(Serde(messages)),
             add_generation_prompt => add_generation_prompt,
             bos_token => &self.bos_token,
             eos_token => &self.eos_token,
@@ -147,40 +168,87 @@ impl ChatTemplate {
         } else {
             minijinja::context! { ..extra, ..base }
         };
-        let mut out = LimitedWriter(Vec::new());
-        tmpl.render_captured_to(ctx, &mut out).map_err(|e| {
+        let rendered = tmpl.render(ctx);
+        namespaces.release();
+        rendered.map_err(|e| {
             if e.kind() == ErrorKind::OutOfFuel {
                 Error::Template(format!(
-                    "the chat template ran more than {steps} steps for {} messages; it loops too long",
+                    "the chat template used up its budget ({fuel} instructions, or data at 64 \
+                     bytes each) for {} messages; it loops too long or builds too much",
                     messages.len()
                 ))
             } else {
                 template_error(e)
             }
-        })?;
-        // The template writes only strings, so the bytes are UTF-8; lossy for safety.
-        Ok(String::from_utf8(out.0)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        })
     }
 }
 
-/// The render's output, refusing to grow past [`MAX_RENDERED_BYTES`].
-struct LimitedWriter(Vec<u8>);
+/// The namespaces one render made. A namespace can hold itself (`{% set ns.me = ns %}`, or two
+/// holding each other): a cycle of `Arc`s that minijinja never frees, so a hostile template would
+/// leak on every request. Their attributes are set to `none` after the render, which breaks every
+/// such cycle: a value built earlier cannot hold one built later except through an attribute set
+/// with `{% set ns.name = ... %}`.
+#[derive(Clone, Default)]
+struct Namespaces(std::sync::Arc<std::sync::Mutex<Vec<Value>>>);
 
-impl std::io::Write for LimitedWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.0.len().saturating_add(buf.len()) > MAX_RENDERED_BYTES {
-            return Err(std::io::Error::other(format!(
-                "the rendered conversation exceeds {} MiB",
-                MAX_RENDERED_BYTES >> 20
-            )));
+impl Namespaces {
+    /// minijinja's `namespace()`, keeping each namespace it makes.
+    fn constructor(
+        &self,
+    ) -> impl Fn(Option<ValueOrKwargs>) -> std::result::Result<Value, minijinja::Error>
+           + Send
+           + Sync
+           + 'static {
+        let made = self.clone();
+        move |defaults| {
+            let ns = minijinja::functions::namespace(defaults)?;
+            made.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(ns.clone());
+            Ok(ns)
         }
-        self.0.extend_from_slice(buf);
-        Ok(buf.len())
     }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+
+    /// Sets every attribute of every namespace made to `none`, through a template that assigns
+    /// each name (the only way to write a namespace from outside minijinja); its length is the
+    /// number of attributes, which the render's budget bounded.
+    fn release(&self) {
+        let made = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut source = String::new();
+        for (i, ns) in made.iter().enumerate() {
+            let names: Vec<String> = ns
+                .try_iter()
+                .into_iter()
+                .flatten()
+                .filter_map(|k| k.as_str().map(str::to_owned))
+                .filter(|k| is_identifier(k))
+                .collect();
+            if !names.is_empty() {
+                source.push_str(&format!("{{% set ns = spaces[{i}] %}}"));
+                for n in names {
+                    source.push_str(&format!("{{% set ns.{n} = none %}}"));
+                }
+            }
+        }
+        if source.is_empty() {
+            return;
+        }
+        // The names come from `{% set ns.name %}` in a template that compiled, or from
+        // `namespace(...)`'s keys filtered to identifiers, so the source compiles; if it did
+        // not, the cost would be the leak this guards against, not a wrong render.
+        let _ = Environment::new().render_str(&source, minijinja::context! { spaces => made });
     }
+}
+
+/// A name `{% set ns.name = ... %}` can assign.
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn raise_exception(msg: String) -> std::result::Result<Value, minijinja::Error> {
@@ -189,7 +257,11 @@ fn raise_exception(msg: String) -> std::result::Result<Value, minijinja::Error> 
 
 /// Python's `json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=sort_keys)`, which is
 /// what Hugging Face's `tojson` is (minijinja's own escapes `<`, `>`, `&` and `'`).
-fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, minijinja::Error> {
+fn tojson(
+    state: &State,
+    value: Value,
+    kwargs: Kwargs,
+) -> std::result::Result<Value, minijinja::Error> {
     let indent: Option<usize> = kwargs.get("indent")?;
     if let Some(n) = indent.filter(|&n| n > MAX_JSON_INDENT) {
         return Err(minijinja::Error::new(
@@ -207,6 +279,7 @@ fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, minijinja:
         _ => (", ".to_owned(), ": ".to_owned()),
     };
     let opts = JsonOpts {
+        state,
         indent,
         sort_keys: sort_keys.unwrap_or(false),
         item_sep,
@@ -217,7 +290,10 @@ fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<Value, minijinja:
     Ok(Value::from_safe_string(out))
 }
 
-struct JsonOpts {
+struct JsonOpts<'s, 'e> {
+    /// Charged for the indentation, the one part of the output that can outgrow the value
+    /// (128 levels of 64 spaces before each item), before it is allocated.
+    state: &'s State<'s, 'e>,
     indent: Option<usize>,
     sort_keys: bool,
     item_sep: String,
@@ -238,9 +314,11 @@ fn py_json(
     }
     let newline = |out: &mut String, depth: usize| {
         if let Some(n) = o.indent {
+            o.state.consume_fuel((n * depth) as u64 / 64)?;
             out.push('\n');
             out.extend(std::iter::repeat_n(' ', n * depth));
         }
+        Ok::<(), minijinja::Error>(())
     };
     match v.kind() {
         ValueKind::Undefined | ValueKind::None => out.push_str("null"),
@@ -267,7 +345,7 @@ fn py_json(
                 if i > 0 {
                     out.push_str(&o.item_sep);
                 }
-                newline(out, depth + 1);
+                newline(out, depth + 1)?;
                 let ks = k
                     .as_str()
                     .map(str::to_owned)
@@ -276,7 +354,7 @@ fn py_json(
                 out.push_str(&o.key_sep);
                 py_json(&v.get_item(k)?, o, depth + 1, out)?;
             }
-            newline(out, depth);
+            newline(out, depth)?;
             out.push('}');
         }
         ValueKind::Seq | ValueKind::Iterable => {
@@ -290,10 +368,10 @@ fn py_json(
                 if i > 0 {
                     out.push_str(&o.item_sep);
                 }
-                newline(out, depth + 1);
+                newline(out, depth + 1)?;
                 py_json(item, o, depth + 1, out)?;
             }
-            newline(out, depth);
+            newline(out, depth)?;
             out.push(']');
         }
         _ => out.push_str(&serde_json::to_string(&v.to_string()).unwrap_or_default()),
@@ -427,10 +505,10 @@ mod limit_tests {
     }
 
     #[test]
-    fn endless_loops_run_out_of_steps() {
+    fn endless_loops_run_out_of_budget() {
         let src = "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}";
         let err = render(src, &[]).unwrap_err().to_string();
-        assert!(err.contains("steps"), "{err}");
+        assert!(err.contains("budget (10000 "), "{err}");
     }
 
     #[test]
@@ -438,22 +516,79 @@ mod limit_tests {
         // Each step wraps the list in a new one; 100,000 levels overflow the stack on drop.
         let src = "{% set ns = namespace(x=[]) %}{% for i in range(99999) %}{% set ns.x = [ns.x] %}{% endfor %}ok";
         let err = render(src, &[]).unwrap_err().to_string();
-        assert!(err.contains("steps"), "{err}");
+        assert!(err.contains("budget"), "{err}");
         // The deepest value the largest budget allows, a literal nested 50 deep a step, is built
         // and dropped without overflowing the caller's stack (a test thread's 2 MiB).
         let literal = format!("{}ns.x{}", "[".repeat(50), "]".repeat(50));
         let within = src.replace("[ns.x]", &literal);
-        let err = render(&within, &conversation(1000))
+        let err = render(&within, &conversation(1300))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("ran more than 100000 steps"), "{err}");
+        assert!(
+            err.contains(&format!("budget ({MAX_TEMPLATE_FUEL} ")),
+            "{err}"
+        );
+    }
+
+    /// The fuzzer's finding (fuzz/regressions/chat_template/timeout-7b61...): `~` turns the list
+    /// into its repr, escaping the string's quotes, so the string more than doubles each step
+    /// (30 steps took 17 s and 2.6 GB before the data was in the budget).
+    #[test]
+    fn doubling_strings_run_out_of_budget() {
+        let src = "{% set ns = namespace(x='\"') %}{% for i in range(60) %}{% set ns.x = [ns.x] ~ ns.x %}{% endfor %}{{ ns.x | length }}";
+        let start = std::time::Instant::now();
+        let err = render(src, &[]).unwrap_err().to_string();
+        assert!(err.contains("budget"), "{err}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]
-    fn output_is_bounded() {
+    fn output_is_in_the_budget() {
         let src = "{% for i in range(20) %}{{ 'x' * 1000000 }}{% endfor %}";
         let err = render(src, &[]).unwrap_err().to_string();
-        assert!(err.contains("exceeds 16 MiB"), "{err}");
+        assert!(err.contains("budget"), "{err}");
+        // Long messages bring their own budget: a 1 MB message renders.
+        let long = [ChatMessage::new("user", "y".repeat(1 << 20))];
+        let out = render(
+            "{% for m in messages %}{{ m.content | trim }}{% endfor %}",
+            &long,
+        );
+        assert_eq!(out.unwrap().len(), 1 << 20);
+    }
+
+    /// A value that counts its live copies: what a template stores of it is freed after the
+    /// render unless a cycle holds it.
+    #[derive(Debug)]
+    struct Probe {
+        _live: std::sync::Arc<()>,
+    }
+
+    impl minijinja::value::Object for Probe {}
+
+    #[test]
+    fn namespaces_that_hold_themselves_are_freed() {
+        let template = |src: &str| ChatTemplate::with_date(src, "<s>", "</s>", (2024, 7, 26));
+        let cycles = [
+            "{% set ns = namespace() %}{% set ns.me = ns %}{% set ns.p = probe %}ok",
+            // Two namespaces holding each other, one made from a dict with odd keys.
+            "{% set a = namespace({'odd key': probe, 'none': 1}) %}{% set b = namespace(a=a) %}{% set a.b = b %}{% set a.none = a %}ok",
+            // Through a macro, which holds the namespace it closes over.
+            "{% set ns = namespace(p=probe) %}{% macro m() %}{{ ns.p }}{% endmacro %}{% set ns.m = m %}ok",
+            // A render that fails still frees what it made.
+            "{% set ns = namespace(p=probe) %}{% set ns.me = ns %}{{ raise_exception('no') }}",
+        ];
+        for src in cycles {
+            let live = std::sync::Arc::new(());
+            let probe = Value::from_object(Probe {
+                _live: live.clone(),
+            });
+            let _ = template(src).unwrap().render_with(
+                &[],
+                false,
+                minijinja::context! { probe => probe },
+            );
+            assert_eq!(std::sync::Arc::strong_count(&live), 1, "leaked: {src}");
+        }
     }
 
     #[test]
