@@ -92,9 +92,9 @@ pub struct Gpu {
     pub info: wgpu::AdapterInfo,
     pub limits: wgpu::Limits,
     pub features: GpuFeatures,
-    /// Bytes of the device's memory where the backend tells them (Vulkan: a discrete GPU's
-    /// VRAM, an integrated one's heaps); `None` elsewhere (software adapters; WebGPU has no such
-    /// query, wgpu none of its own).
+    /// Bytes of the device's memory where the backend tells them (a discrete GPU's VRAM, what an
+    /// integrated one may use; gpu/memory.rs); `None` for software adapters and in the browser
+    /// (WebGPU has no such query, wgpu none of its own).
     pub memory: Option<u64>,
     layouts: Mutex<HashMap<&'static [Binding], wgpu::BindGroupLayout>>,
     pipelines: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
