@@ -12,42 +12,48 @@
 // (s <= pos) and, with a sliding window, within the last `window` positions. Grouped-query attention maps head h to KV head h / (n_head /
 // n_kv_head); cap(x) = softcap * tanh(x / softcap) when softcap > 0.
 //
-// Work split: grid (n_head, n_tokens, n_split), 256 threads. Each query's visible range is cut
+// Work split: grid (n_head / GQ, n_tokens, n_split), 256 threads. A workgroup serves GQ query
+// heads of one KV head (grouped-query attention): each key and value it loads serves all of them,
+// so a KV head's cache is read once per GQ heads, not once per head. Each query's visible range is cut
 // into n_split parts of whole 64-key tiles ("flash decoding": a decode step has few heads, so the
 // keys are spread over workgroups too; a long prefill has enough queries and takes n_split = 1).
 // n_split follows the longest row, so in a batched step a shorter row's last parts may be empty:
 // they write l = 0, which attention_combine.wgsl weighs by 0.
 // Per tile:
-// - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of q
-//   (in workgroup memory) and of K[key]; the 4 partial dots meet in workgroup memory;
-// - output: thread (c, g) owns vec4 chunk c of the output for keys g, g + KG, ... of the tile
+// - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of K[key]
+//   with those of each of the GQ queries (in workgroup memory); the partial dots meet in workgroup
+//   memory;
+// - output: thread (c, g) owns vec4 chunk c of the GQ outputs for keys g, g + KG, ... of the tile
 //   (KG = 256 / (HD / 4) key groups), so HD / 4 adjacent threads read one whole V row.
 // Keys and values go from memory straight into the sums; no thread holds a tile in an array
 // (bench/RESULTS.md, "Kernel notes moved from the WGSL headers", says why).
-// An online softmax runs over the tiles (running max m; thread k < 64 keeps the running sum of key
-// slot k); 4 barriers per tile, and besides its q chunks no thread reads more than 8 + KPT values
-// of workgroup memory per tile. At the end the KG partial outputs and the 64
-// partial sums are added in workgroup memory; with one split the result goes to `out`, otherwise
-// (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
+// An online softmax per head runs over the tiles (running max m; thread k < 64 keeps the running
+// sums of key slot k); 4 barriers per tile. At the end the 64 partial sums meet in one reduction
+// and each head's KG partial outputs in workgroup memory; with one split the result goes to `out`,
+// otherwise (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
 //
 // Decode prologue (flags bit 1, passes of one row): the kernel also does rope_store's work, so a
-// decode step needs no rope_store dispatch. q is read raw from the QKV output and gets the
-// optional q norm and RoPE in workgroup memory; the workgroup whose part holds the new position
+// decode step needs no rope_store dispatch. The GQ queries are read raw from the QKV output and
+// get the optional q norm and RoPE in workgroup memory; the workgroup whose part holds the new position
 // builds the new key (k norm, RoPE) and value from the QKV output too and uses them for that
 // position, rounded to the cache's f16 (common/kv_f16.wgsl) so a step sees what a batched pass
 // reading the cache sees, and the one of the heads sharing that KV head writes them to the
 // caches. No other workgroup of the dispatch reads that position, so the store needs no ordering. The q/k norm's
-// two sums of squares go through row_sum4 (common/reduce.wgsl; in the `_sg` variant, subgroupAdd
-// and one barrier).
-// Workgroup memory: 1 + 0.25 + 0.25 + 4 + 3 KiB, and the reduction's 1 + 4 KiB.
+// sums of squares go through row_sum4 and row_sum (common/reduce.wgsl; in the `_sg` variant,
+// subgroupAdd and one barrier).
+// Workgroup memory: 4 + 1 + 1 + 0.125 + 2 + 2 KiB, and the reduction's 1 + 4 KiB: under the 16 KiB
+// WebGPU grants by default (GQ * HD <= 512 keeps the queries at 2 KiB).
 
 override HD: u32 = 64u;                      // head size: a multiple of 4, at most 256
+override GQ: u32 = 1u;                       // query heads per workgroup: at most GMAX, GQ * HD <= 512
+const GMAX: u32 = 4u;
 const TK: u32 = 64u;                         // keys per tile
 const LANES: u32 = 4u;                       // threads per key for the scores
 override HD4: u32 = HD / 4u;                 // vec4 chunks per head
 override KC: u32 = (HD4 + LANES - 1u) / LANES;  // chunks per lane of a key
 override KG: u32 = 256u / HD4;               // key groups of the output product
 override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output product
+override QE: u32 = (GQ * HD + WG - 1u) / WG; // query elements per thread in the prologue (<= 2)
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;                 // [n_tokens, q_stride / 4]: Q heads, K heads, V heads
 @group(0) @binding(1) var<storage, read_write> k_cache: array<KvChunk>;     // [n_seq, n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
@@ -63,61 +69,93 @@ override KPT: u32 = (TK + KG - 1u) / KG;     // keys per thread of the output pr
 const NEG: f32 = -3.0e38;
 const WG: u32 = 256u;
 
-var<workgroup> dots: array<f32, 256>;           // [TK, LANES] partial dot products
-var<workgroup> scores: array<f32, TK>;
-var<workgroup> probs: array<f32, TK>;
-var<workgroup> maxes: array<f32, 8>;      // [TK / 8] maxima of 8 scores
-var<workgroup> outs: array<vec4<f32>, 256>;     // [KG, HD4] partial outputs
-var<workgroup> qh: array<f32, 256>;             // the query (normed and rotated by the decode prologue)
+// Per tile the partial dots, [GQ, TK, LANES] as floats (head g, key k, lane at vec4 g * TK + k);
+// at the end one head's [KG, HD4] partial outputs.
+var<workgroup> dots: array<vec4<f32>, 256>;
+var<workgroup> scores: array<f32, 256>;         // [GQ, TK]
+var<workgroup> probs: array<f32, 256>;          // [GQ, TK]
+var<workgroup> maxes: array<f32, 32>;           // [GQ, TK / 8] maxima of 8 scores
+var<workgroup> qh: array<vec4<f32>, 128>;       // [GQ, HD4] the queries (normed and rotated by the decode prologue)
 var<workgroup> kh: array<f32, 256>;
 var<workgroup> vh: array<f32, 256>;
 
-// Decode prologue: q (and, with `with_k`, the new key and value) of token 0, at position `pos`,
-// from the QKV output, normed and rotated into qh (kh, vh). Every thread calls it.
-fn prologue(inv: Invocation, h: u32, kvh: u32, pos: u32, with_k: bool) {
+// Element e of the queries [GQ, HD].
+fn q_at(e: u32) -> f32 {
+    return qh[e / 4u][e % 4u];
+}
+
+// Decode prologue: the GQ queries (and, with `with_k`, the new key and value) of token 0, at
+// position `pos`, from the QKV output, normed and rotated into qh (kh, vh). Every thread calls it.
+fn prologue(inv: Invocation, h0: u32, kvh: u32, pos: u32, with_k: bool) {
     let lid = inv.lid;
-    var xq = 0.0;
-    var xk = 0.0;
-    if (lid < HD) {
-        let qi = h * HD + lid;
-        xq = q[qi / 4u][qi % 4u];
-        if (with_k) {
-            let ki = (p.n_head + kvh) * HD + lid;
-            let vi = (p.n_head + p.n_kv_head + kvh) * HD + lid;
-            xk = q[ki / 4u][ki % 4u];
-            vh[lid] = q[vi / 4u][vi % 4u];
+    var xq: array<f32, 2>;
+    var ssq = vec4<f32>(0.0);
+    for (var i = 0u; i < QE; i++) {
+        let e = lid + i * WG;
+        var x = 0.0;
+        if (e < GQ * HD) {
+            let qi = h0 * HD + e;
+            x = q[qi / 4u][qi % 4u];
+            ssq[e / HD] += x * x;
         }
+        xq[i] = x;
+    }
+    var xk = 0.0;
+    if (with_k && lid < HD) {
+        let ki = (p.n_head + kvh) * HD + lid;
+        let vi = (p.n_head + p.n_kv_head + kvh) * HD + lid;
+        xk = q[ki / 4u][ki % 4u];
+        vh[lid] = q[vi / 4u][vi % 4u];
     }
     if ((p.flags & 1u) != 0u) {
-        // The sums of squares of both heads over the whole workgroup.
-        let ss = row_sum4(vec4<f32>(xq * xq, xk * xk, 0.0, 0.0), inv, WG).xy;
-        let scale = inverseSqrt(ss / f32(HD) + p.eps);
+        // Each head's sum of squares over the whole workgroup (at most 4 heads, one sum each).
+        let sq = row_sum4(ssq, inv, WG);
+        let sk = row_sum(xk * xk, inv, WG);
+        for (var i = 0u; i < QE; i++) {
+            let e = lid + i * WG;
+            if (e < GQ * HD) {
+                xq[i] *= inverseSqrt(sq[e / HD] / f32(HD) + p.eps) * q_norm[e % HD];
+            }
+        }
         if (lid < HD) {
-            xq *= scale.x * q_norm[lid];
-            xk *= scale.y * k_norm[lid];
+            xk *= inverseSqrt(sk / f32(HD) + p.eps) * k_norm[lid];
         }
     }
-    qh[lid] = xq;
+    for (var i = 0u; i < QE; i++) {
+        let e = lid + i * WG;
+        if (e < GQ * HD) {
+            qh[e / 4u][e % 4u] = xq[i];
+        }
+    }
     kh[lid] = xk;
     workgroupBarrier();
     let log2_theta = log2(p.theta_base);
     var rq = xq;
     var rk = xk;
+    for (var i = 0u; i < QE; i++) {
+        let e = lid + i * WG;
+        let d = e % HD;
+        if (e < GQ * HD && d < p.n_rot) {
+            let j = e - d + rope_partner(d, p.n_rot, p.mode);
+            rq[i] = rope_apply(xq[i], q_at(j), d, pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
+        }
+    }
     if (lid < p.n_rot) {
         let j = rope_partner(lid, p.n_rot, p.mode);
-        rq = rope_apply(xq, qh[j], lid, pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
         rk = rope_apply(xk, kh[j], lid, pos, p.n_rot, p.mode, log2_theta, p.freq_scale);
     }
     workgroupBarrier();
-    qh[lid] = rq;
+    for (var i = 0u; i < QE; i++) {
+        let e = lid + i * WG;
+        if (e < GQ * HD) {
+            qh[e / 4u][e % 4u] = rq[i];
+        }
+    }
     kh[lid] = rk;
     workgroupBarrier();
 }
 
-// Chunk i of qh, kh, vh.
-fn qh4(i: u32) -> vec4<f32> {
-    return vec4<f32>(qh[4u * i], qh[4u * i + 1u], qh[4u * i + 2u], qh[4u * i + 3u]);
-}
+// Chunk i of kh, vh.
 fn kh4(i: u32) -> vec4<f32> {
     return vec4<f32>(kh[4u * i], kh[4u * i + 1u], kh[4u * i + 2u], kh[4u * i + 3u]);
 }
@@ -129,17 +167,18 @@ fn vh4(i: u32) -> vec4<f32> {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
     let lid = inv.lid;
-    let h = wg.x;
+    let h0 = wg.x * GQ;
     let t = wg.y;
     let split = wg.z;
     let n_split = nwg.z;
     if (t >= step.n_tokens) {
         return;
     }
-    let kvh = h / (p.n_head / p.n_kv_head);
+    let group = p.n_head / p.n_kv_head;
+    let kvh = h0 / group;
     let row = pass_row(t);
     let qpos = row.pos;
-    // This head's keys: the caches are [n_seq, n_kv_head, ctx, HD4].
+    // This KV head's keys: the caches are [n_seq, n_kv_head, ctx, HD4].
     let kv0 = (row.seq * p.n_kv_head + kvh) * p.ctx * HD4;
     // This query's visible range, and this split's whole tiles of it.
     var first = 0u;
@@ -151,37 +190,43 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let begin = first + min(len, split * part);
     let end = first + min(len, split * part + part);  // exclusive
 
-    // Score layout: key `sk` of the tile, lane `lane`; q chunks of this lane in registers.
+    // Score layout: key `sk` of the tile, lane `lane`.
     let sk = lid / LANES;
     let lane = lid % LANES;
     // With the decode prologue, the new position's key and value come from workgroup memory.
     let fused = (p.flags & 2u) != 0u && step.n_tokens == 1u;
     let has_new = fused && begin <= qpos && qpos < end;
     if (fused) {
-        prologue(inv, h, kvh, qpos, has_new);
-        if (has_new && h % (p.n_head / p.n_kv_head) == 0u && lid < HD4) {
+        prologue(inv, h0, kvh, qpos, has_new);
+        if (has_new && h0 % group == 0u && lid < HD4) {
             let o = kv0 + qpos * HD4 + lid;
             k_cache[o] = kv_pack(kh4(lid));
             v_cache[o] = kv_pack(vh4(lid));
         }
-    }
-    // This query in qh (the prologue put it there already).
-    if (!fused && lid < HD) {
-        let qi = t * p.q_stride + h * HD + lid;
-        qh[lid] = q[qi / 4u][qi % 4u];
+    } else {
+        for (var i = 0u; i < QE; i++) {
+            let e = lid + i * WG;
+            if (e < GQ * HD) {
+                let qi = t * p.q_stride + h0 * HD + e;
+                qh[e / 4u][e % 4u] = q[qi / 4u][qi % 4u];
+            }
+        }
     }
     workgroupBarrier();
     // Output layout: chunk `oc`, key group `og` (threads past KG * HD4 only help with scores).
     let oc = lid % HD4;
     let og = lid / HD4;
 
-    var m = NEG;
-    var l = 0.0;
-    var acc = vec4<f32>(0.0);
+    var m: array<f32, GMAX>;
+    var l: array<f32, GMAX>;
+    var acc: array<vec4<f32>, GMAX>;
+    for (var g = 0u; g < GQ; g++) {
+        m[g] = NEG;
+    }
     for (var s0 = begin; s0 < end; s0 += TK) {
-        // Score of key s (lanes' partial dots), its chunks read straight into the sum.
+        // Partial scores of key s for every head, its chunks read straight into the sums.
         let s = s0 + sk;
-        var d = 0.0;
+        var d: array<f32, GMAX>;
         for (var c = 0u; c < KC; c++) {
             let i = lane + c * LANES;
             if (i < HD4 && s < end) {
@@ -189,26 +234,32 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
                 if (has_new && s == qpos) {
                     kc = kv_unpack(kv_pack(kh4(i)));
                 }
-                d += dot(qh4(i), kc);
-            }
-        }
-        dots[lid] = d;
-        workgroupBarrier();
-        // Thread k < TK: score of key k. The tile's max in two levels (8 threads take 8 scores
-        // each, then every thread reads the 8 maxima), so no thread walks the whole tile.
-        var sc = NEG;
-        if (lid < TK) {
-            if (s0 + lid < end) {
-                let b = lid * LANES;
-                sc = (dots[b] + dots[b + 1u] + dots[b + 2u] + dots[b + 3u]) * p.scale;
-                if (p.softcap > 0.0) {
-                    sc = p.softcap * tanh(sc / p.softcap);
+                for (var g = 0u; g < GQ; g++) {
+                    d[g] += dot(qh[g * HD4 + i], kc);
                 }
             }
-            scores[lid] = sc;
+        }
+        for (var g = 0u; g < GQ; g++) {
+            dots[g * TK + sk][lane] = d[g];
         }
         workgroupBarrier();
-        if (lid < TK / 8u) {
+        // Thread k < TK: the scores of key k. Each head's tile max in two levels (8 threads take
+        // 8 scores each, then every thread reads the 8 maxima).
+        if (lid < TK) {
+            for (var g = 0u; g < GQ; g++) {
+                var sc = NEG;
+                if (s0 + lid < end) {
+                    let dd = dots[g * TK + lid];
+                    sc = (dd.x + dd.y + dd.z + dd.w) * p.scale;
+                    if (p.softcap > 0.0) {
+                        sc = p.softcap * tanh(sc / p.softcap);
+                    }
+                }
+                scores[g * TK + lid] = sc;
+            }
+        }
+        workgroupBarrier();
+        if (lid < GQ * (TK / 8u)) {
             var m8 = NEG;
             for (var j = 0u; j < 8u; j++) {
                 m8 = max(m8, scores[lid * 8u + j]);
@@ -216,20 +267,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             maxes[lid] = m8;
         }
         workgroupBarrier();
-        var tile_max = NEG;
-        for (var j = 0u; j < TK / 8u; j++) {
-            tile_max = max(tile_max, maxes[j]);
+        var alpha: array<f32, GMAX>;
+        for (var g = 0u; g < GQ; g++) {
+            var tile_max = NEG;
+            for (var j = 0u; j < TK / 8u; j++) {
+                tile_max = max(tile_max, maxes[g * (TK / 8u) + j]);
+            }
+            let new_m = max(m[g], tile_max);
+            alpha[g] = exp(m[g] - new_m);
+            m[g] = new_m;
         }
-        let new_m = max(m, tile_max);
-        let alpha = exp(m - new_m);
         if (lid < TK) {
-            let pk = select(0.0, exp(sc - new_m), s0 + lid < end);
-            probs[lid] = pk;
-            // Thread k keeps key slot k's share of the running sum; they meet once, at the end.
-            l = l * alpha + pk;
+            for (var g = 0u; g < GQ; g++) {
+                let pk = select(0.0, exp(scores[g * TK + lid] - m[g]), s0 + lid < end);
+                probs[g * TK + lid] = pk;
+                // Thread k keeps key slot k's share of each running sum; they meet once, at the end.
+                l[g] = l[g] * alpha[g] + pk;
+            }
         }
         workgroupBarrier();
-        acc *= alpha;
+        for (var g = 0u; g < GQ; g++) {
+            acc[g] *= alpha[g];
+        }
         for (var j = 0u; j < KPT; j++) {
             let kj = og + j * KG;
             if (og < KG && kj < TK && s0 + kj < end) {
@@ -237,36 +296,41 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
                 if (has_new && s0 + kj == qpos) {
                     vc = kv_unpack(kv_pack(vh4(oc)));
                 }
-                acc += probs[kj] * vc;
+                for (var g = 0u; g < GQ; g++) {
+                    acc[g] += probs[g * TK + kj] * vc;
+                }
             }
         }
-        m = new_m;
         // No barrier here: dots and scores were last read before the barriers above, and the
         // next tile writes probs only after two more barriers every thread passes.
     }
-    outs[lid] = acc;
+    // The heads' running sums: key slot k's shares, held by thread k < TK.
+    var ls = vec4<f32>(0.0);
     if (lid < TK) {
-        scores[lid] = l;
+        for (var g = 0u; g < GQ; g++) {
+            ls[g] = l[g];
+        }
     }
-    workgroupBarrier();
-    if (lid >= HD4) {
-        return;
+    let lsum = row_sum4(ls, inv, WG);
+    for (var g = 0u; g < GQ; g++) {
+        workgroupBarrier();
+        dots[lid] = acc[g];
+        workgroupBarrier();
+        if (lid < HD4) {
+            var o = vec4<f32>(0.0);
+            for (var kg = 0u; kg < KG; kg++) {
+                o += dots[kg * HD4 + lid];
+            }
+            let h = h0 + g;
+            if (n_split == 1u) {
+                out[(t * p.n_head + h) * HD4 + lid] = o / lsum[g];
+            } else {
+                let po = ((t * p.n_head + h) * n_split + split) * (HD4 + 1u);
+                if (lid == 0u) {
+                    partial[po] = vec4<f32>(m[g], lsum[g], 0.0, 0.0);
+                }
+                partial[po + 1u + lid] = o;
+            }
+        }
     }
-    l = 0.0;
-    for (var k = 0u; k < TK; k++) {
-        l += scores[k];
-    }
-    var o = vec4<f32>(0.0);
-    for (var g = 0u; g < KG; g++) {
-        o += outs[g * HD4 + lid];
-    }
-    if (n_split == 1u) {
-        out[(t * p.n_head + h) * HD4 + lid] = o / l;
-        return;
-    }
-    let po = ((t * p.n_head + h) * n_split + split) * (HD4 + 1u);
-    if (lid == 0u) {
-        partial[po] = vec4<f32>(m, l, 0.0, 0.0);
-    }
-    partial[po + 1u + lid] = o;
 }

@@ -22,6 +22,29 @@ pub const MAX_ATTN_SPLITS: u32 = 64;
 /// ones have parallelism enough in their queries.
 pub const MAX_SPLIT_TOKENS: u32 = 16;
 
+/// Query heads one attention workgroup serves where the pass has workgroups enough
+/// ([`grouped_takes`]; `GQ` in attention.wgsl): the most, up to 4, that divide a KV head's group
+/// and keep the queries within 512 floats of workgroup memory. Each key and value the workgroup
+/// loads serves them all.
+fn heads_per_workgroup(h: &Heads) -> u32 {
+    let group = h.n_head / h.n_kv_head.max(1);
+    (1..=4)
+        .rev()
+        .find(|g| group.is_multiple_of(*g) && g * h.head_dim <= 512)
+        .unwrap_or(1)
+}
+
+/// Workgroups a pass's attention should have at least (about two per SM of a large GPU) before
+/// its query heads share workgroups ([`grouped_takes`]).
+pub const ATTN_MIN_WORKGROUPS: u32 = 256;
+
+/// Whether pass `s` takes the workgroups of `gq` query heads: where they are still `min`
+/// ([`ATTN_MIN_WORKGROUPS`] in a model: long contexts; measured on the H200, Qwen3-8B's decode at
+/// 4k context 172.7 -> 184.1 tok/s, at 512 226.6 -> 218.3 had it taken them there too).
+fn grouped_takes(n_head: u32, gq: u32, s: &StepInfo, min: u32) -> bool {
+    gq > 1 && n_head / gq * s.n_tokens * attention_splits(s) >= min
+}
+
 /// Parts per query for a pass: one 64-key tile each (of the longest row's keys), up to
 /// `MAX_ATTN_SPLITS / n_tokens` parts, so a decode step with few heads still spreads over
 /// n_head * 64 workgroups (an H200 has 132 SMs) while each part keeps one tile of work; a split
@@ -155,6 +178,9 @@ pub struct AttnOpts<'a> {
     pub subgroups: bool,
     /// What the cache holds.
     pub kv: KvType,
+    /// Workgroups a pass must still have for its query heads to share workgroups
+    /// ([`grouped_takes`]): [`ATTN_MIN_WORKGROUPS`] in a model; 0 makes every pass share them.
+    pub min_grouped_workgroups: u32,
 }
 
 /// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
@@ -206,25 +232,30 @@ pub fn attention(
         )));
     }
     let hd = ("HD", heads.head_dim);
-    let pipeline = gpu.pipeline(&PipelineKey {
-        shader: reduce_variant(
-            gpu,
-            opts.kv.variant("attention".into()),
-            ATTN_WG,
-            opts.subgroups,
-        ),
-        constants: vec![hd],
-        layout: ATTN_LAYOUT,
-    })?;
-    let coop = if coop_fits(gpu, &heads, opts.kv) {
-        Some(gpu.pipeline(&PipelineKey {
+    let gq = heads_per_workgroup(&heads);
+    let shader = reduce_variant(
+        gpu,
+        opts.kv.variant("attention".into()),
+        ATTN_WG,
+        opts.subgroups,
+    );
+    // Pipelines: one query head a workgroup, then `gq` of them, then attention_coop.
+    let mut pipelines = Vec::new();
+    for g in if gq > 1 { vec![1, gq] } else { vec![1] } {
+        pipelines.push(gpu.pipeline(&PipelineKey {
+            shader: shader.clone(),
+            constants: vec![hd, ("GQ", g)],
+            layout: ATTN_LAYOUT,
+        })?);
+    }
+    let coop = pipelines.len();
+    if coop_fits(gpu, &heads, opts.kv) {
+        pipelines.push(gpu.pipeline(&PipelineKey {
             shader: "attention_coop".into(),
             constants: vec![hd],
             layout: ATTN_LAYOUT,
-        })?)
-    } else {
-        None
-    };
+        })?);
+    }
     let combine = gpu.pipeline(&PipelineKey {
         shader: "attention_combine".into(),
         constants: vec![hd, ("MAX_SPLITS", MAX_ATTN_SPLITS)],
@@ -273,18 +304,23 @@ pub fn attention(
     // Bytes of one cached element.
     let kv_bytes = opts.kv.bytes() as f64;
     let window = opts.window;
-    let has_coop = coop.is_some();
+    let has_coop = pipelines.len() > coop;
+    let min_grouped = opts.min_grouped_workgroups;
     let partial_floats = (heads.n_head * (heads.head_dim + 4)) as u64;
     Ok([
         Dispatch {
             label: "attention".into(),
             grid: Box::new(move |s| {
                 if has_coop && coop_takes(s) {
-                    return Some((1, [n_head, s.n_tokens.div_ceil(16), 1]));
+                    return Some((coop, [n_head, s.n_tokens.div_ceil(16), 1]));
                 }
-                Some((0, [n_head, s.n_tokens, attention_splits(s)]))
+                let splits = attention_splits(s);
+                if grouped_takes(n_head, gq, s, min_grouped) {
+                    return Some((1, [n_head / gq, s.n_tokens, splits]));
+                }
+                Some((0, [n_head, s.n_tokens, splits]))
             }),
-            pipelines: [pipeline].into_iter().chain(coop).collect(),
+            pipelines,
             bind_group: gpu.bind_group(
                 ATTN_LAYOUT,
                 &[q, k_cache, v_cache, out, partial, qn, kn, &pbuf, step, rows],

@@ -30,8 +30,8 @@ pub(crate) mod tests;
 
 pub use argmax::{argmax, argmax_partial_len};
 pub use attention::{
-    attention, attention_partial_len, attention_splits, AttnOpts, DecodeRope, ATTN_TILE,
-    MAX_ATTN_SPLITS, MAX_SPLIT_TOKENS,
+    attention, attention_partial_len, attention_splits, AttnOpts, DecodeRope, ATTN_MIN_WORKGROUPS,
+    ATTN_TILE, MAX_ATTN_SPLITS, MAX_SPLIT_TOKENS,
 };
 pub use dispatch::{Cost, CostRule, Dispatch, Grid, Row, Rows, Seqs, StepInfo, StepUniform, When};
 pub use embed::embed;

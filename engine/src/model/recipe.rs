@@ -170,6 +170,7 @@ impl<'a> Recorder<'a> {
                 decode_rope: Some(DecodeRope { rope, qk_norm }),
                 subgroups: true,
                 kv: self.opts.kv,
+                min_grouped_workgroups: kernels::ATTN_MIN_WORKGROUPS,
             },
         )?;
         self.d.extend(attention);

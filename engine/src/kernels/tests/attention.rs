@@ -65,6 +65,9 @@ const HEAD_SHAPES: &[(u32, u32, u32)] = &[
     (6, 2, 96),
     (2, 1, 80),
     (2, 2, 32),
+    // Four query heads a workgroup (kernels::heads_per_workgroup), once and twice per KV head.
+    (8, 2, 128),
+    (16, 2, 64),
 ];
 
 /// (pos, n_tokens, window, softcap): decode at 0, 37, 300 and at the end of a 512 cache; a
@@ -143,6 +146,8 @@ async fn attention_matches_the_reference() {
                     decode_rope: None,
                     subgroups: true,
                     kv,
+                    // Every pass on the shared-head workgroups wherever heads share a KV head.
+                    min_grouped_workgroups: 0,
                 },
             )
             .unwrap();
@@ -186,6 +191,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
         (8, 8, 128, 64, false, Some(1e-5), 10000.0, 1.0),
         (6, 2, 96, 32, true, Some(1e-6), 10000.0, 0.5),
         (2, 1, 80, 40, false, None, 500000.0, 0.25),
+        (16, 2, 128, 128, true, Some(1e-6), 1_000_000.0, 1.0),
     ] {
         let heads = Heads {
             n_head: nh,
@@ -275,6 +281,8 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                     decode_rope: Some(DecodeRope { rope, qk_norm }),
                     subgroups,
                     kv,
+                    // Every pass on the shared-head workgroups wherever heads share a KV head.
+                    min_grouped_workgroups: 0,
                 },
             )
             .unwrap();
@@ -462,6 +470,8 @@ async fn attention_over_a_row_table_matches_each_row_alone() {
                     decode_rope: Some(DecodeRope { rope, qk_norm }),
                     subgroups,
                     kv,
+                    // The model's rule: shared-head workgroups where a pass has enough of them.
+                    min_grouped_workgroups: kernels::ATTN_MIN_WORKGROUPS,
                 },
             )
             .unwrap();
