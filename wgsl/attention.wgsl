@@ -226,7 +226,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     for (var s0 = begin; s0 < end; s0 += TK) {
         // Partial scores of key s for every head, its chunks read straight into the sums.
         let s = s0 + sk;
-        var d: array<f32, GMAX>;
+        // Zeroed explicitly: Chromium's WebGPU does not zero an array declared in a loop body
+        // again on each iteration (the WGSL spec says it must), so tile 2's scores added tile 1's.
+        var d = array<f32, GMAX>(0.0, 0.0, 0.0, 0.0);
         for (var c = 0u; c < KC; c++) {
             let i = lane + c * LANES;
             if (i < HD4 && s < end) {
@@ -267,7 +269,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             maxes[lid] = m8;
         }
         workgroupBarrier();
-        var alpha: array<f32, GMAX>;
+        var alpha = array<f32, GMAX>(1.0, 1.0, 1.0, 1.0);
         for (var g = 0u; g < GQ; g++) {
             var tile_max = NEG;
             for (var j = 0u; j < TK / 8u; j++) {
