@@ -35,7 +35,7 @@ fn heads_per_workgroup(h: &Heads) -> u32 {
 }
 
 /// Workgroups a pass's attention should have at least (about two per SM of a large GPU) before
-/// its query heads share workgroups ([`grouped_takes`]).
+/// its query heads share workgroups (`grouped_takes`).
 pub const ATTN_MIN_WORKGROUPS: u32 = 256;
 
 /// Whether pass `s` takes the workgroups of `gq` query heads: where they are still `min`
@@ -179,7 +179,7 @@ pub struct AttnOpts<'a> {
     /// What the cache holds.
     pub kv: KvType,
     /// Workgroups a pass must still have for its query heads to share workgroups
-    /// ([`grouped_takes`]): [`ATTN_MIN_WORKGROUPS`] in a model; 0 makes every pass share them.
+    /// (`grouped_takes`): [`ATTN_MIN_WORKGROUPS`] in a model; 0 makes every pass share them.
     pub min_grouped_workgroups: u32,
 }
 

@@ -606,7 +606,7 @@ mod limit_tests {
     }
 
     /// gemma3's template (tests/golden/tokenizer_gemma3.json) over 2,000 messages stays within
-    /// [`MAX_TEMPLATE_STEPS`].
+    /// [`MAX_TEMPLATE_FUEL`].
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn long_conversation_fits_the_budget() {
