@@ -243,9 +243,10 @@ async fn mtp_matches_torch() {
             .map(|v| v.as_f64().unwrap() as f32)
             .collect();
         // SwiftShader's sin/cos (RoPE) are off by ~1e-4 (kernels::tests::ROPE_TOL), which
-        // three layers grow to 2.5e-3 in Chromium (lavapipe: within 2e-3); a wrong concatenation,
+        // three layers grow to 5.1e-3 on the 31-token prompt in Chromium (4.98e-3 before the
+        // grouped attention changed its sums' order; lavapipe 2.5e-3); a wrong concatenation,
         // norm or position is off by O(1).
-        assert_close("mtp logits", &name, &logits, &want, 1e-6, 5e-3);
+        assert_close("mtp logits", &name, &logits, &want, 1e-6, 1e-2);
         let want_drafts = ids(&case["drafts"]);
         // Drafts chained on the GPU, up to the first near tie.
         let margins = case["margins"].as_array().unwrap();
