@@ -38,11 +38,12 @@ fn heads_per_workgroup(h: &Heads) -> u32 {
 /// its query heads share workgroups (`grouped_takes`).
 pub const ATTN_MIN_WORKGROUPS: u32 = 256;
 
-/// Whether pass `s` takes the workgroups of `gq` query heads: where they are still `min`
-/// ([`ATTN_MIN_WORKGROUPS`] in a model: long contexts; measured on the H200, Qwen3-8B's decode at
-/// 4k context 172.7 -> 184.1 tok/s, at 512 226.6 -> 218.3 had it taken them there too).
-fn grouped_takes(n_head: u32, gq: u32, s: &StepInfo, min: u32) -> bool {
-    gq > 1 && n_head / gq * s.n_tokens * attention_splits(s) >= min
+/// Whether pass `s`, split into `splits` parts, takes the workgroups of `gq` query heads: where
+/// they are still `min` ([`ATTN_MIN_WORKGROUPS`] in a model: long contexts; measured on the H200,
+/// Qwen3-8B's decode at 4k context 172.7 -> 184.1 tok/s, at 512 226.6 -> 218.3 had it taken them
+/// there too).
+fn grouped_takes(n_head: u32, gq: u32, s: &StepInfo, splits: u32, min: u32) -> bool {
+    gq > 1 && n_head / gq * s.n_tokens * splits >= min
 }
 
 /// Parts per query for a pass: one 64-key tile each (of the longest row's keys), up to
@@ -241,7 +242,8 @@ pub fn attention(
     );
     // Pipelines: one query head a workgroup, then `gq` of them, then attention_coop.
     let mut pipelines = Vec::new();
-    for g in if gq > 1 { vec![1, gq] } else { vec![1] } {
+    let groups: &[u32] = if gq > 1 { &[1, gq] } else { &[1] };
+    for &g in groups {
         pipelines.push(gpu.pipeline(&PipelineKey {
             shader: shader.clone(),
             constants: vec![hd, ("GQ", g)],
@@ -315,7 +317,7 @@ pub fn attention(
                     return Some((coop, [n_head, s.n_tokens.div_ceil(16), 1]));
                 }
                 let splits = attention_splits(s);
-                if grouped_takes(n_head, gq, s, min_grouped) {
+                if grouped_takes(n_head, gq, s, splits, min_grouped) {
                     return Some((1, [n_head / gq, s.n_tokens, splits]));
                 }
                 Some((0, [n_head, s.n_tokens, splits]))

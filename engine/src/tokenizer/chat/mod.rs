@@ -4,11 +4,17 @@
 //! such as `.strip()` and `.startswith()` through minijinja-contrib's pycompat).
 
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::{Kwargs, Serde, ValueKind, ValueOrKwargs};
-use minijinja::{Environment, ErrorKind, State, Value};
+use minijinja::value::{Serde, ValueOrKwargs};
+use minijinja::{Environment, ErrorKind, Value};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+
+mod date;
+mod json;
+
+use date::{strftime, today};
+use json::tojson;
 
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -59,13 +65,6 @@ pub const TEMPLATE_FUEL_PER_BYTE_DIVISOR: u64 = 2;
 /// minijinja 3.1: a budget of 1,000,000 fits 64 MiB in a release build, 250,000 fits 128 MiB in a
 /// debug build.
 pub const MAX_TEMPLATE_FUEL: u64 = 250_000;
-
-/// Deepest nesting `tojson` writes (Python's `json.dumps` stops near 1,000 at its recursion limit).
-const MAX_JSON_DEPTH: usize = 128;
-
-/// Largest `tojson(indent=...)`: enough for any layout, small enough that indentation cannot
-/// allocate gigabytes.
-const MAX_JSON_INDENT: usize = 64;
 
 fn template_error(e: minijinja::Error) -> Error {
     let mut msg = e.to_string();
@@ -253,238 +252,6 @@ fn is_identifier(s: &str) -> bool {
 
 fn raise_exception(msg: String) -> std::result::Result<Value, minijinja::Error> {
     Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
-}
-
-/// Python's `json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=sort_keys)`, which is
-/// what Hugging Face's `tojson` is (minijinja's own escapes `<`, `>`, `&` and `'`).
-fn tojson(
-    state: &State,
-    value: Value,
-    kwargs: Kwargs,
-) -> std::result::Result<Value, minijinja::Error> {
-    let indent: Option<usize> = kwargs.get("indent")?;
-    if let Some(n) = indent.filter(|&n| n > MAX_JSON_INDENT) {
-        return Err(minijinja::Error::new(
-            ErrorKind::InvalidOperation,
-            format!("tojson: indent {n} is larger than {MAX_JSON_INDENT}"),
-        ));
-    }
-    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
-    let _: Option<bool> = kwargs.get("ensure_ascii")?;
-    let separators: Option<Vec<String>> = kwargs.get("separators")?;
-    kwargs.assert_all_used()?;
-    let (item_sep, key_sep) = match separators.as_deref() {
-        Some([a, b]) => (a.clone(), b.clone()),
-        _ if indent.is_some() => (",".to_owned(), ": ".to_owned()),
-        _ => (", ".to_owned(), ": ".to_owned()),
-    };
-    let opts = JsonOpts {
-        state,
-        indent,
-        sort_keys: sort_keys.unwrap_or(false),
-        item_sep,
-        key_sep,
-    };
-    let mut out = String::new();
-    py_json(&value, &opts, 0, &mut out)?;
-    Ok(Value::from_safe_string(out))
-}
-
-struct JsonOpts<'s, 'e> {
-    /// Charged for the indentation, the one part of the output that can outgrow the value
-    /// (128 levels of 64 spaces before each item), before it is allocated.
-    state: &'s State<'s, 'e>,
-    indent: Option<usize>,
-    sort_keys: bool,
-    item_sep: String,
-    key_sep: String,
-}
-
-fn py_json(
-    v: &Value,
-    o: &JsonOpts,
-    depth: usize,
-    out: &mut String,
-) -> std::result::Result<(), minijinja::Error> {
-    if depth > MAX_JSON_DEPTH {
-        return Err(minijinja::Error::new(
-            ErrorKind::InvalidOperation,
-            format!("tojson: the value is nested more than {MAX_JSON_DEPTH} deep"),
-        ));
-    }
-    let newline = |out: &mut String, depth: usize| {
-        if let Some(n) = o.indent {
-            o.state.consume_fuel((n * depth) as u64 / 64)?;
-            out.push('\n');
-            out.extend(std::iter::repeat_n(' ', n * depth));
-        }
-        Ok::<(), minijinja::Error>(())
-    };
-    match v.kind() {
-        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
-        ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
-        ValueKind::Number => out.push_str(&v.to_string()),
-        ValueKind::String | ValueKind::Bytes | ValueKind::Invalid | ValueKind::Plain => {
-            let s = v
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| v.to_string());
-            out.push_str(&serde_json::to_string(&s).unwrap_or_default());
-        }
-        ValueKind::Map => {
-            let mut keys: Vec<Value> = v.try_iter()?.collect();
-            if keys.is_empty() {
-                out.push_str("{}");
-                return Ok(());
-            }
-            if o.sort_keys {
-                keys.sort();
-            }
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(&o.item_sep);
-                }
-                newline(out, depth + 1)?;
-                let ks = k
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| k.to_string());
-                out.push_str(&serde_json::to_string(&ks).unwrap_or_default());
-                out.push_str(&o.key_sep);
-                py_json(&v.get_item(k)?, o, depth + 1, out)?;
-            }
-            newline(out, depth)?;
-            out.push('}');
-        }
-        ValueKind::Seq | ValueKind::Iterable => {
-            let items: Vec<Value> = v.try_iter()?.collect();
-            if items.is_empty() {
-                out.push_str("[]");
-                return Ok(());
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(&o.item_sep);
-                }
-                newline(out, depth + 1)?;
-                py_json(item, o, depth + 1, out)?;
-            }
-            newline(out, depth)?;
-            out.push(']');
-        }
-        _ => out.push_str(&serde_json::to_string(&v.to_string()).unwrap_or_default()),
-    }
-    Ok(())
-}
-
-/// Today's date (UTC) from the platform's wall clock; a fixed date where there is none.
-fn today() -> (i32, u32, u32) {
-    match crate::platform::unix_seconds() {
-        Some(s) => civil_from_days((s / 86_400.0).floor() as i64),
-        None => (2024, 7, 26),
-    }
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i32, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    ((if m <= 2 { y + 1 } else { y }) as i32, m, d)
-}
-
-/// The subset of `strftime` that chat templates use: %d %m %Y %y %b %B %a %A %e %j %%.
-fn strftime(fmt: &str, (y, m, d): (i32, u32, u32)) -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    const DAYS: [&str; 7] = [
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-    ];
-    // Days since the epoch, for the weekday (1970-01-01 was a Thursday).
-    let days = days_from_civil(y, m, d);
-    let weekday = DAYS[((days + 3).rem_euclid(7)) as usize];
-    let month = MONTHS[(m.clamp(1, 12) - 1) as usize];
-    let yday = days - days_from_civil(y, 1, 1) + 1;
-    let mut out = String::new();
-    let mut chars = fmt.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('d') => out.push_str(&format!("{d:02}")),
-            Some('e') => out.push_str(&format!("{d:2}")),
-            Some('m') => out.push_str(&format!("{m:02}")),
-            Some('Y') => out.push_str(&y.to_string()),
-            Some('y') => out.push_str(&format!("{:02}", y.rem_euclid(100))),
-            Some('b') => out.push_str(&month[..3]),
-            Some('B') => out.push_str(month),
-            Some('a') => out.push_str(&weekday[..3]),
-            Some('A') => out.push_str(weekday),
-            Some('j') => out.push_str(&format!("{yday:03}")),
-            Some('%') => out.push('%'),
-            Some(other) => {
-                out.push('%');
-                out.push(other);
-            }
-            None => out.push('%'),
-        }
-    }
-    out
-}
-
-fn days_from_civil(y: i32, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y as i64 - 1 } else { y as i64 };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-#[cfg(test)]
-mod date_tests {
-    use super::*;
-
-    #[test]
-    fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_930), (2024, 7, 26));
-        assert_eq!(days_from_civil(2024, 7, 26), 19_930);
-        assert_eq!(strftime("%d %b %Y", (2024, 7, 26)), "26 Jul 2024");
-        assert_eq!(
-            strftime("%A %B %e, %y %%", (2024, 7, 26)),
-            "Friday July 26, 24 %"
-        );
-    }
 }
 
 #[cfg(test)]
