@@ -309,6 +309,50 @@ mod limit_tests {
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
     }
 
+    /// Fuzz finding 5: a list holding another several times is cheap to build (the items are
+    /// shared) and a lazily repeated one (`n * [x]`) costs nothing until read, but both print as a
+    /// tree; stringifying, comparing or serializing them walked it unbudgeted (a 410-byte template
+    /// took 20 s and 3.2 GB). The patched minijinja (third_party/README.md) charges every item a
+    /// walk visits, and does not fold such values at compile time, where there is no budget.
+    #[test]
+    fn walking_shared_and_repeated_lists_runs_out_of_budget() {
+        let mut nested = String::from("{% set l0 = ['xxxxxxxxxx'] %}");
+        for level in 1..=8 {
+            let items = vec![format!("l{}", level - 1); 10].join(",");
+            nested += &format!("{{% set l{level} = [{items}] %}}");
+        }
+        let lazy = "{% set n = 99999999 %}{% set l8 = n * ['...'] %}";
+        let walks = [
+            "{{ 1 ~ l8 }}",
+            "{{ l8 }}",
+            "{{ l8 | string }}",
+            "{{ l8 | join }}",
+            "{{ l8 | upper }}",
+            "{{ l8 | tojson }}",
+            "{{ l8 | pprint }}",
+            "{{ l8 | max }}",
+            "{{ '%s' | format(l8) }}",
+            "{% set m = {'a': l8} %}{{ m }}",
+        ];
+        let start = std::time::Instant::now();
+        for prelude in [&nested[..], lazy] {
+            for walk in walks {
+                let src = format!("{prelude}{walk}");
+                let err = render(&src, &[]).unwrap_err().to_string();
+                assert!(err.contains("budget"), "{walk}: {err}");
+            }
+        }
+        // Folded at compile time, there is no budget: such constants are left to the render.
+        for src in [
+            "{{ 1 ~ (99999999 * ['...']) }}",
+            "{{ (99999999 * ['...']) == (99999999 * ['...']) }}",
+        ] {
+            let err = render(src, &[]).unwrap_err().to_string();
+            assert!(err.contains("budget"), "{src}: {err}");
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    }
+
     #[test]
     fn output_is_in_the_budget() {
         let src = "{% for i in range(20) %}{{ 'x' * 1000000 }}{% endfor %}";

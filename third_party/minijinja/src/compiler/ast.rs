@@ -247,7 +247,35 @@ impl Expr<'_> {
 /// values are created at runtime where they are subject to fuel.
 const MAX_FOLDED_SIZE: u64 = 1024;
 
+/// Is `value` small enough to walk while folding?  Folding runs without fuel,
+/// so a lazily repeated sequence (`99999999 * [x]`) must not be formatted or
+/// compared at compile time: such values are left to the runtime, where
+/// walking them is charged.  Visits at most about [`MAX_FOLDED_SIZE`] items.
+fn is_small_to_walk(value: &Value) -> bool {
+    fn walk(value: &Value, budget: &mut u64) -> bool {
+        let Some(obj) = value.as_object() else {
+            return true;
+        };
+        let Some(len) = obj.enumerator_len() else {
+            return false;
+        };
+        *budget = match budget.checked_sub(len as u64) {
+            Some(left) => left,
+            None => return false,
+        };
+        match obj.try_iter() {
+            Some(mut items) => items.all(|item| walk(&item, budget)),
+            None => true,
+        }
+    }
+    let mut budget = MAX_FOLDED_SIZE;
+    walk(value, &mut budget)
+}
+
 fn eval_binop(op: BinOpKind, left: &Value, right: &Value) -> Option<Value> {
+    if !is_small_to_walk(left) || !is_small_to_walk(right) {
+        return None;
+    }
     let alloc_op = match op {
         BinOpKind::Add => Some("add"),
         BinOpKind::Mul => Some("mul"),
@@ -289,6 +317,9 @@ fn eval_binop(op: BinOpKind, left: &Value, right: &Value) -> Option<Value> {
 }
 
 fn eval_compare(op: CompareOpKind, left: &Value, right: &Value) -> Option<Value> {
+    if !is_small_to_walk(left) || !is_small_to_walk(right) {
+        return None;
+    }
     match op {
         CompareOpKind::Eq => Some(Value::from(left == right)),
         CompareOpKind::Ne => Some(Value::from(left != right)),

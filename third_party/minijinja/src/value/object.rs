@@ -405,7 +405,7 @@ macro_rules! impl_object_helpers {
         where
             Self: 'static,
         {
-            match self.enumerate() {
+            let iter: Option<Box<dyn Iterator<Item = Value> + Send + Sync>> = match self.enumerate() {
                 Enumerator::NonEnumerable => None,
                 Enumerator::Empty => Some(Box::new(None::<Value>.into_iter())),
                 Enumerator::Seq(l) => {
@@ -432,7 +432,10 @@ macro_rules! impl_object_helpers {
                 }
                 Enumerator::Str(s) => Some(Box::new(s.iter().copied().map(Value::from))),
                 Enumerator::Values(v) => Some(Box::new(v.into_iter())),
-            }
+            };
+            #[cfg(feature = "fuel")]
+            let iter = iter.map(crate::vm::fuel::walk_iter);
+            iter
         }
 
         /// Iterate over key and value at once.
@@ -440,9 +443,13 @@ macro_rules! impl_object_helpers {
             self: $self_ty,
         ) -> Option<Box<dyn Iterator<Item = (Value, Value)> + Send + Sync>> {
             if let ObjectRepr::Map = self.repr() {
+                #[cfg(feature = "fuel")]
+                use crate::vm::fuel::walk_pairs;
+                #[cfg(not(feature = "fuel"))]
+                fn walk_pairs<I>(iter: I) -> I { iter }
                 match self.enumerate() {
-                    Enumerator::KeyValueIter(iter) => Some(iter),
-                    Enumerator::RevKeyValueIter(iter) => Some(Box::new(iter)),
+                    Enumerator::KeyValueIter(iter) => Some(walk_pairs(iter)),
+                    Enumerator::RevKeyValueIter(iter) => Some(walk_pairs(Box::new(iter))),
                     _ => {
                         let iter = some!(self.try_iter());
                         let self_clone = self.clone();

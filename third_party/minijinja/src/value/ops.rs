@@ -697,7 +697,9 @@ fn repeat_iterable(n: &Value, seq: &DynObject) -> Result<Value, Error> {
     Ok(Value::make_object_iterable(seq.clone(), move |seq| {
         Box::new(LenIterWrap(
             repeated_len,
-            (0..n).flat_map(move |_| {
+            // once the fuel is out the repetitions' items are not produced
+            // (see `fuel::walk_iter`), so stop repeating too.
+            repetitions(n).flat_map(move |_| {
                 seq.try_iter().unwrap_or_else(|| {
                     Box::new(
                         std::iter::repeat(Value::from(Error::new(
@@ -710,6 +712,15 @@ fn repeat_iterable(n: &Value, seq: &DynObject) -> Result<Value, Error> {
             }),
         ))
     }))
+}
+
+/// The repetitions of a lazily repeated sequence, ending early once the fuel
+/// of the template being evaluated is out.
+fn repetitions(n: usize) -> impl Iterator<Item = usize> + Send + Sync {
+    let reps = 0..n;
+    #[cfg(feature = "fuel")]
+    let reps = reps.take_while(|_| crate::vm::fuel::walk_fuel_left());
+    reps
 }
 
 pub fn div(lhs: &Value, rhs: &Value) -> Result<Value, Error> {

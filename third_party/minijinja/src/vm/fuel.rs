@@ -23,7 +23,18 @@
 //! Once the fuel runs out, the tracker stays exhausted: every later charge
 //! fails.  That way code that cannot propagate an error directly (such as an
 //! iterator) can stop early and the engine fails at the next check.
-use std::cell::Cell;
+//!
+//! Walks of containers that cannot return an error at all (formatting a list
+//! into a string, comparing or serializing it) are charged through the fuel of
+//! the template being evaluated on the current thread (see [`WalkGuard`]): each
+//! item an object's iterator yields costs [`ITEM_COST`] plus its string's bytes,
+//! and once the fuel is out the iterator ends early.  Without this, a list that
+//! holds another list many times (cheap to build, as the items are shared) or a
+//! lazily repeated list (`n * [x]`) prints as a tree exponential in the size of
+//! the template.
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use crate::compiler::instructions::Instruction;
 use crate::error::{Error, ErrorKind};
@@ -63,8 +74,9 @@ pub(crate) const FORMAT_SPEC_COST: u64 = 4 * UNITS_PER_FUEL;
 pub(crate) struct FuelTracker {
     // The initial fuel level.
     initial: u64,
-    // The remaining fuel in units.
-    remaining: Cell<i64>,
+    // The remaining fuel in units, shared with the walk guard of the thread
+    // that evaluates the template.
+    remaining: Arc<AtomicI64>,
 }
 
 impl FuelTracker {
@@ -72,9 +84,9 @@ impl FuelTracker {
     pub fn new(fuel: u64) -> FuelTracker {
         FuelTracker {
             initial: fuel,
-            remaining: Cell::new(
+            remaining: Arc::new(AtomicI64::new(
                 i64::try_from(fuel.saturating_mul(UNITS_PER_FUEL)).unwrap_or(i64::MAX),
-            ),
+            )),
         }
     }
 
@@ -83,15 +95,10 @@ impl FuelTracker {
     /// Fails if this exhausts the fuel or if the fuel was already exhausted.
     #[inline]
     pub fn consume(&self, units: u64) -> Result<(), Error> {
-        let remaining = self
-            .remaining
-            .get()
-            .saturating_sub(i64::try_from(units).unwrap_or(i64::MAX));
-        self.remaining.set(remaining);
-        if remaining <= 0 {
-            Err(Error::from(ErrorKind::OutOfFuel))
-        } else {
+        if consume_units(&self.remaining, units) {
             Ok(())
+        } else {
+            Err(Error::from(ErrorKind::OutOfFuel))
         }
     }
 
@@ -102,9 +109,9 @@ impl FuelTracker {
     /// fuel would run out, the tracker is exhausted immediately.
     #[inline]
     pub fn ensure(&self, units: u64) -> Result<(), Error> {
-        let remaining = self.remaining.get();
+        let remaining = self.remaining.load(Ordering::Relaxed);
         if remaining <= 0 || units >= remaining as u64 {
-            self.remaining.set(0);
+            self.remaining.store(0, Ordering::Relaxed);
             Err(Error::from(ErrorKind::OutOfFuel))
         } else {
             Ok(())
@@ -124,18 +131,128 @@ impl FuelTracker {
     /// Returns the remaining fuel in units.
     #[inline]
     pub fn remaining_units(&self) -> u64 {
-        self.remaining.get().max(0) as u64
+        self.remaining.load(Ordering::Relaxed).max(0) as u64
     }
 
     /// Returns the remaining fuel.
     pub fn remaining(&self) -> u64 {
-        self.remaining.get().max(0) as u64 / UNITS_PER_FUEL
+        self.remaining.load(Ordering::Relaxed).max(0) as u64 / UNITS_PER_FUEL
     }
 
     /// Returns the consumed fuel.
     pub fn consumed(&self) -> u64 {
         self.initial.saturating_sub(self.remaining())
     }
+}
+
+/// Takes `units` from `remaining`; false if that exhausts it or it was already
+/// exhausted.  The fuel is only ever used by the thread evaluating the
+/// template, the atomic only makes it shareable with that thread's walk guard.
+fn consume_units(remaining: &AtomicI64, units: u64) -> bool {
+    let left = remaining
+        .load(Ordering::Relaxed)
+        .saturating_sub(i64::try_from(units).unwrap_or(i64::MAX));
+    remaining.store(left, Ordering::Relaxed);
+    left > 0
+}
+
+thread_local! {
+    // The fuel of the template evaluated on this thread, if it has any.
+    static WALK_FUEL: RefCell<Option<Arc<AtomicI64>>> = const { RefCell::new(None) };
+}
+
+/// Makes the fuel of a template the one that container walks on this thread
+/// are charged to, until dropped (which restores the previous one, so that
+/// nested evaluations such as macro calls nest).
+pub(crate) struct WalkGuard(Option<Arc<AtomicI64>>);
+
+impl WalkGuard {
+    pub fn enter(tracker: Option<&FuelTracker>) -> WalkGuard {
+        let fuel = tracker.map(|t| t.remaining.clone());
+        WalkGuard(WALK_FUEL.with(|w| w.replace(fuel)))
+    }
+}
+
+impl Drop for WalkGuard {
+    fn drop(&mut self) {
+        let previous = self.0.take();
+        WALK_FUEL.with(|w| *w.borrow_mut() = previous);
+    }
+}
+
+/// Charges the walk of container items (see the module docs); false once the
+/// fuel of the template evaluated on this thread is out.
+fn charge_walk(items: &[&Value]) -> bool {
+    WALK_FUEL.with(|w| match *w.borrow() {
+        Some(ref fuel) => {
+            let units = items.iter().fold(0u64, |acc, item| {
+                acc.saturating_add(ITEM_COST)
+                    .saturating_add(match item.0 {
+                        ValueRepr::String(ref s, _) => s.len() as u64,
+                        ValueRepr::SmallStr(ref s) => s.as_str().len() as u64,
+                        ValueRepr::Bytes(ref b) => b.len() as u64,
+                        _ => 0,
+                    })
+            });
+            consume_units(fuel, units)
+        }
+        None => true,
+    })
+}
+
+/// Is there fuel left for walking containers on this thread?  Lazy containers
+/// check it before producing more items, so that they stop early too.
+pub(crate) fn walk_fuel_left() -> bool {
+    WALK_FUEL.with(|w| match *w.borrow() {
+        Some(ref fuel) => fuel.load(Ordering::Relaxed) > 0,
+        None => true,
+    })
+}
+
+/// An iterator of an object's items that charges each to the fuel of the
+/// template evaluated on the current thread, and ends once that is out
+/// without asking the object for more.
+struct Walk<I>(I);
+
+impl<I: Iterator<Item = Value>> Iterator for Walk<I> {
+    type Item = Value;
+
+    fn next(&mut self) -> Option<Value> {
+        if !walk_fuel_left() {
+            return None;
+        }
+        let item = self.0.next()?;
+        charge_walk(&[&item]).then_some(item)
+    }
+}
+
+/// Like [`Walk`] for the pairs of a map.
+struct WalkPairs<I>(I);
+
+impl<I: Iterator<Item = (Value, Value)>> Iterator for WalkPairs<I> {
+    type Item = (Value, Value);
+
+    fn next(&mut self) -> Option<(Value, Value)> {
+        if !walk_fuel_left() {
+            return None;
+        }
+        let (key, value) = self.0.next()?;
+        charge_walk(&[&key, &value]).then_some((key, value))
+    }
+}
+
+/// Wraps the iterator of an object in a [`Walk`].
+pub(crate) fn walk_iter(
+    iter: Box<dyn Iterator<Item = Value> + Send + Sync>,
+) -> Box<dyn Iterator<Item = Value> + Send + Sync> {
+    Box::new(Walk(iter))
+}
+
+/// Wraps the pairs of a map in a [`WalkPairs`].
+pub(crate) fn walk_pairs(
+    iter: Box<dyn Iterator<Item = (Value, Value)> + Send + Sync>,
+) -> Box<dyn Iterator<Item = (Value, Value)> + Send + Sync> {
+    Box::new(WalkPairs(iter))
 }
 
 /// Does an instruction consume fuel?

@@ -238,6 +238,10 @@ impl<'env> Executor<'env> {
         stack: Stack,
         pc: u32,
     ) -> Result<Option<Value>, Error> {
+        // walks of containers that cannot fail (formatting, comparing) are
+        // charged to this template's fuel.
+        #[cfg(feature = "fuel")]
+        let _walk = fuel::WalkGuard::enter(state.fuel_tracker.as_ref());
         #[cfg(feature = "stacker")]
         {
             stacker::maybe_grow(32 * 1024, 1024 * 1024, || {
