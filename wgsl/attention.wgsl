@@ -27,9 +27,8 @@
 //   (KG = 256 / (HD / 4) key groups), so HD / 4 adjacent threads read one whole V row.
 // Each thread holds its keys' and values' chunks of a tile in registers, loaded a tile ahead (the
 // first before the decode prologue), so the loads overlap the prologue and the previous tile's
-// softmax: on an H200, decode at 512 context 228 -> 235 tok/s (Qwen3-8B shape), 214 -> 220
-// (30B-A3B). The loops over them run to the arrays' constant size so a compiler can unroll them
-// and keep the arrays in registers (bench/RESULTS.md, "Sixteenth session").
+// softmax. The loops filling them run to the arrays' constant size so a compiler can unroll them
+// and keep the arrays in registers (bench/RESULTS.md, "Sixteenth session", has the figures).
 // An online softmax per head runs over the tiles (running max m; thread k < 64 keeps the running
 // sums of key slot k); 4 barriers per tile. At the end the 64 partial sums meet in one reduction
 // and each head's KG partial outputs in workgroup memory; with one split the result goes to `out`,
@@ -227,8 +226,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     // Output layout: chunk `oc`, key group `og` (threads past KG * HD4 only help with scores).
     let oc = lid % HD4;
     let og = lid / HD4;
-    // This thread's keys and values of a tile, loaded a tile ahead into registers (the first
-    // tile's before the prologue), so a tile's loads overlap the work before its use.
+    // The first tile's keys and values, loaded before the prologue; the new position's chunks,
+    // stored by the prologue after this load, are taken from workgroup memory instead.
     var kr: array<KvChunk, 16>;  // KC <= 16
     var vr: array<KvChunk, 16>;  // KPT <= 16
     load_keys(&kr, kv0, begin, end, sk, lane);
