@@ -9,6 +9,9 @@
 
 // This thread's sum of x^2 over the elements its xv calls read.
 var<private> x_ss: f32;
+// Where the token's row starts in x (vec4s), for an includer that reads the row of one of several
+// tokens (moe_gate_up.wgsl): norm_w is one row.
+var<private> rms_row: u32;
 
 // x' (common/unit_dot.wgsl): x, or x * norm_w with the prologue.
 fn xv(i: u32) -> vec4<f32> {
@@ -17,7 +20,7 @@ fn xv(i: u32) -> vec4<f32> {
         return v;
     }
     x_ss += dot(v, v);
-    return v * norm_w[i];
+    return v * norm_w[i - rms_row];
 }
 
 // s from a row's reduced sum of x^2 (1 without the prologue).

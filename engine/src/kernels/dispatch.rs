@@ -139,6 +139,10 @@ pub enum When {
     /// Passes of more than [`MATVEC_BATCH`](super::mat::MATVEC_BATCH) tokens: the matmuls'
     /// (prompt chunks).
     Large,
+    /// Passes of at most this many tokens.
+    AtMost(u32),
+    /// Passes of more than this many tokens.
+    MoreThan(u32),
 }
 
 impl When {
@@ -149,6 +153,8 @@ impl When {
             When::Batch => s.n_tokens > 1,
             When::Small => (2..=super::mat::MATVEC_BATCH).contains(&s.n_tokens),
             When::Large => s.n_tokens > super::mat::MATVEC_BATCH,
+            When::AtMost(n) => s.n_tokens <= n,
+            When::MoreThan(n) => s.n_tokens > n,
         }
     }
 }

@@ -6,9 +6,9 @@
 //! One MoE FFN, given the normalised input (or the raw residual with the norm in the decode
 //! prologue):
 //! ```text
-//! decode (1 token):  router matvec -> moe_router -> moe_gate_up -> moe_down (+= x)      4 dispatches
-//! batch (n tokens):  router matmul -> moe_router -> moe_sort -> moe_gate_up_batch
-//!                    -> moe_down_batch -> moe_combine (+= x)                             6 dispatches
+//! up to PER_ROUTE_MAX tokens:  router -> moe_router -> moe_gate_up -> moe_down (+= x)      4 dispatches
+//! more:                        router -> moe_router -> moe_sort -> moe_gate_up_batch
+//!                              -> moe_down_batch -> moe_combine (+= x)                     6 dispatches
 //! ```
 //! (one expert dispatch more per extra weight chunk; see [`GpuExperts`]).
 
@@ -33,6 +33,15 @@ pub use routing::{lists_len, router, sort, Gating, Routing, MAX_EXPERTS, MAX_GRO
 
 // ---------------------------------------------------------------------------------------------
 // experts
+
+/// Passes of at most this many tokens (decode, speculative verification, a few serve streams)
+/// run the decode expert kernels over every route: an expert that two of the pass's tokens chose
+/// is read twice, the second time mostly from the cache, as the routes run in one dispatch, and
+/// the pass skips the sort and the combine. Longer passes sort the routes by expert and read
+/// each chosen expert once for all its tokens. On the H200 (Qwen3-30B-A3B shape) the per-route
+/// kernels take a 2-token pass's experts from 9.6 to 3.4 ms, are even with the sorted ones at 8
+/// tokens and 62% slower at 16 (bench/RESULTS.md, seventeenth session).
+pub(crate) const PER_ROUTE_MAX: u32 = 8;
 
 /// Experts of a chunk of `n_exp` (of a layer's `n_expert`) that a pass of `n` tokens, each routed
 /// to `k`, reads: `k` for a decode token; for a batch the most it can be, `min(n_expert, k n)`
@@ -96,8 +105,9 @@ struct GateUpParams {
     eps: f32,
 }
 
-/// Decode: `h[j, :] = act(G_e x') * (U_e x')` for the token's k routes, over the stacked
-/// gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) * norm weights when `norm` is given.
+/// Passes of up to [`PER_ROUTE_MAX`] tokens: `h[t k + j, :] = act(G_e x'[t]) * (U_e x'[t])` for
+/// each token's k routes, over the stacked gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) *
+/// norm weights when `norm` is given.
 /// `shape`: rows per workgroup and variant as for the matvec, or (`None`) the adapter's choice for
 /// the experts' rows ([`MatvecShape::for_experts`]). One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
@@ -135,8 +145,8 @@ pub fn gate_up(
         let pbuf = gpu.uniform(&ex.name, &params);
         let k = r.k;
         let (bytes, cols, n_expert, n_exp) = (c.buffer.size(), ex.n_cols, r.n_expert, c.n_exp);
-        // x (and the norm weights), the routes.
-        let act = f32s(cols as u64 * (1 + norm.is_some() as u64) + 2 * k as u64);
+        // Each token's x and routes, the norm weights.
+        let norm_cols = cols as u64 * norm.is_some() as u64;
         out.push(
             Dispatch::one(
                 gpu,
@@ -151,10 +161,13 @@ pub fn gate_up(
                     &pbuf,
                     &c.buffer,
                 ],
-                When::Decode,
-                move |_| [n_ff.div_ceil(rows), k, 1],
+                When::AtMost(PER_ROUTE_MAX),
+                move |s| [n_ff.div_ceil(rows), k * s.n_tokens, 1],
             )?
-            .costs(move |s| expert_cost(bytes, 2 * n_ff, cols, n_expert, k, n_exp, s, act)),
+            .costs(move |s| {
+                let act = f32s(s.n_tokens as u64 * (cols as u64 + 2 * k as u64) + norm_cols);
+                expert_cost(bytes, 2 * n_ff, cols, n_expert, k, n_exp, s, act)
+            }),
         );
     }
     Ok(out)
@@ -180,7 +193,8 @@ struct DownParams {
     _pad: [u32; 3],
 }
 
-/// Decode: `x += sum_j weight_j * D_{e_j} h[j, :]`, in `shape` as for [`gate_up`]. One dispatch
+/// Passes of up to [`PER_ROUTE_MAX`] tokens: `x[t] += sum_j weight_j * D_{e_j} h[t k + j, :]`, in
+/// `shape` as for [`gate_up`]. One dispatch
 /// per chunk.
 pub fn down(
     gpu: &Gpu,
@@ -211,18 +225,24 @@ pub fn down(
         let n_rows = ex.rows;
         let (bytes, cols, n_expert, n_exp, k) =
             (c.buffer.size(), ex.n_cols, r.n_expert, c.n_exp, r.k);
-        // h of every route, x it adds to, the routes.
-        let act = f32s(k as u64 * (cols as u64 + 2) + n_rows as u64);
+        // Per token: h of its routes, the routes, the x row it adds to.
+        let per_token = k as u64 * (cols as u64 + 2) + n_rows as u64;
         out.push(
             Dispatch::one(
                 gpu,
                 &ex.name,
                 &pipeline_key,
                 &[&c.buffer, h, x, route, &pbuf, &c.buffer],
-                When::Decode,
-                move |_| grid_2d(n_rows.div_ceil(rows)),
+                When::AtMost(PER_ROUTE_MAX),
+                move |s| {
+                    let [x, y, _] = grid_2d(n_rows.div_ceil(rows));
+                    [x, y, s.n_tokens]
+                },
             )?
-            .costs(move |s| expert_cost(bytes, n_rows, cols, n_expert, k, n_exp, s, act)),
+            .costs(move |s| {
+                let act = f32s(s.n_tokens as u64 * per_token);
+                expert_cost(bytes, n_rows, cols, n_expert, k, n_exp, s, act)
+            }),
         );
     }
     Ok(out)
@@ -249,7 +269,7 @@ struct GateUpBatchParams {
     _pad: u32,
 }
 
-/// Batched passes: `h[t k + j, :] = act(G_e x[t]) * (U_e x[t])` for every route, by expert
+/// Longer passes: `h[t k + j, :] = act(G_e x[t]) * (U_e x[t])` for every route, by expert
 /// (`lists` from [`sort`]). `x` is already normalised. One dispatch per chunk; prompt chunks on
 /// the matrix units where the adapter has them.
 #[allow(clippy::too_many_arguments)]
@@ -286,7 +306,7 @@ pub fn gate_up_batch(
                 format!("{} batch", ex.name),
                 &key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT),
                 &[&c.buffer, x, h, lists, &pbuf],
-                When::Batch,
+                When::MoreThan(PER_ROUTE_MAX),
                 move |_| [n_ff.div_ceil(32), n_exp, 1],
             )?
             .long_passes(
@@ -382,7 +402,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     },
 ];
 
-/// Batched passes: `o[t k + j, :] = weight * D_e h[t k + j, :]` for every route, by expert.
+/// Longer passes: `o[t k + j, :] = weight * D_e h[t k + j, :]` for every route, by expert.
 /// One dispatch per chunk; prompt chunks on the matrix units where the adapter has them.
 #[allow(clippy::too_many_arguments)]
 pub fn down_batch(
@@ -416,7 +436,7 @@ pub fn down_batch(
                 format!("{} batch", ex.name),
                 &key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT),
                 &[&c.buffer, h, o, lists, route, &pbuf],
-                When::Batch,
+                When::MoreThan(PER_ROUTE_MAX),
                 move |_| [n_rows.div_ceil(64), n_exp, 1],
             )?
             .long_passes(
@@ -437,7 +457,7 @@ pub fn down_batch(
     Ok(out)
 }
 
-/// Batched passes: `x[t, :] += sum_j o[t k + j, :]`.
+/// Longer passes: `x[t, :] += sum_j o[t k + j, :]`.
 pub fn combine(
     gpu: &Gpu,
     o: &wgpu::Buffer,
@@ -452,7 +472,7 @@ pub fn combine(
         "moe_combine",
         &key("moe_combine".into(), IN_OUT_LAYOUT),
         &[o, x, &pbuf, step],
-        When::Batch,
+        When::MoreThan(PER_ROUTE_MAX),
         move |s| grid_2d((s.n_tokens * n_embd).div_ceil(256)),
     )
     .map(|d| {
@@ -496,9 +516,10 @@ impl MoeBuffers {
     }
 }
 
-/// The routed part of one MoE FFN after the router logits are in `b.logits`: decode kernels for
-/// one token (reading `x_dec`, with the norm prologue when `norm` is given), batched kernels for
-/// more (reading the normalised `x_batch`), accumulating into `residual`; the decode kernels in
+/// The routed part of one MoE FFN after the router logits are in `b.logits`: the decode kernels
+/// for passes of up to [`PER_ROUTE_MAX`] tokens (reading `x_dec`, with the norm prologue when
+/// `norm` is given), the batched kernels for longer ones (reading the normalised `x_batch`),
+/// accumulating into `residual`; the decode kernels in
 /// `shape` (as for [`gate_up`]). The one MoE dispatch order: the model's recipe
 /// (`model/recipe.rs`) and the kernel tests both record it through here.
 #[allow(clippy::too_many_arguments)]

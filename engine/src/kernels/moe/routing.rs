@@ -128,7 +128,7 @@ pub fn sort(
         "moe_sort",
         &key("moe_sort".into(), IN_OUT_LAYOUT),
         &[route, lists, &pbuf, step],
-        When::Batch,
+        When::MoreThan(super::PER_ROUTE_MAX),
         |_| [1, 1, 1],
     )
     .map(|d| {

@@ -355,7 +355,7 @@ async fn run_moe(
         (1e-9, 2e-4)
     };
     assert_close("moe", &shape, &got, &want, nmse, rel * scale.max(1.0));
-    if n_tokens > 1 {
+    if n_tokens > moe::PER_ROUTE_MAX as usize {
         // The token lists: every route slot once, grouped by expert, tokens ascending.
         let lists = read(
             &gpu,
@@ -381,16 +381,17 @@ async fn run_moe(
     }
 }
 
-/// Token counts (the batched kernels' 64-token tiles: partly filled, and with 70 tokens where
-/// every expert is selected, one full tile and a second one), and for decode the shapes of its
-/// expert kernels: 4 rows per workgroup (64 threads a row: 8 subgroups on lavapipe) and 1 row
-/// (the whole workgroup), with subgroups where the adapter has them and without, and the
-/// adapter's choice.
+/// Token counts (the decode kernels' one and a few, up to `PER_ROUTE_MAX`; the batched kernels'
+/// 64-token tiles: partly filled, and with 70 tokens where every expert is selected, one full
+/// tile and a second one), and for decode the shapes of its expert kernels: 4 rows per workgroup
+/// (64 threads a row: 8 subgroups on lavapipe) and 1 row (the whole workgroup), with subgroups
+/// where the adapter has them and without, and the adapter's choice.
 fn runs(gpu: &Gpu) -> Vec<(usize, Option<MatvecShape>)> {
     let decode = matvec_shapes(gpu, &[4, 1])
         .into_iter()
         .map(|s| (1, Some(s)));
-    decode.chain([3, 16, 40, 70].map(|n| (n, None))).collect()
+    let passes = [3, moe::PER_ROUTE_MAX as usize, 16, 40, 70];
+    decode.chain(passes.map(|n| (n, None))).collect()
 }
 
 async fn moe_experts_f32_q8_0() {
@@ -470,7 +471,7 @@ async fn moe_experts_k_quants() {
 async fn moe_sort_lists_every_route_in_order() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
-    for (n_expert, k, n_tokens) in [(128u32, 8u32, 600u32), (300, 5, 819), (8, 2, 3)] {
+    for (n_expert, k, n_tokens) in [(128u32, 8u32, 600u32), (300, 5, 819), (8, 2, 9)] {
         let n = (n_tokens * k) as usize;
         let ids: Vec<u32> = (0..n as u32)
             .map(|s| s.wrapping_mul(2_654_435_761) % (n_expert - n_expert / 8))
