@@ -38,6 +38,9 @@ fn heads_per_workgroup(h: &Heads) -> u32 {
 /// its query heads share workgroups (`grouped_takes`).
 pub const ATTN_MIN_WORKGROUPS: u32 = 256;
 
+/// Workgroups a decode step's attention aims at, one query head each ([`attention_splits`]).
+pub const ATTN_DECODE_WORKGROUPS: u32 = 512;
+
 /// Whether pass `s`, split into `splits` parts, takes the workgroups of `gq` query heads: where
 /// they are still `min` ([`ATTN_MIN_WORKGROUPS`] in a model: long contexts; measured on the H200,
 /// Qwen3-8B's decode at 4k context 172.7 -> 184.1 tok/s, at 512 226.6 -> 218.3 had it taken them
@@ -46,18 +49,24 @@ fn grouped_takes(n_head: u32, gq: u32, s: &StepInfo, splits: u32, min: u32) -> b
     gq > 1 && n_head / gq * s.n_tokens * splits >= min
 }
 
-/// Parts per query for a pass: one 64-key tile each (of the longest row's keys), up to
-/// `MAX_ATTN_SPLITS / n_tokens` parts, so a decode step with few heads still spreads over
-/// n_head * 64 workgroups (an H200 has 132 SMs) while each part keeps one tile of work; a split
-/// pass costs one more dispatch (the combine).
-pub fn attention_splits(s: &StepInfo) -> u32 {
+/// Parts per query for a pass of `n_head` query heads, each of whole 64-key tiles of the longest
+/// row's keys. A decode step cuts its keys into at least [`ATTN_DECODE_WORKGROUPS`] / `n_head`
+/// parts (workgroups to fill a large GPU) of as many tiles as that allows: with each thread's
+/// loads a tile ahead (attention.wgsl), a part of several tiles hides its loads where one of a
+/// tile waits for them. Small passes take a tile a part. At most `MAX_ATTN_SPLITS / n_tokens`
+/// parts; a split pass costs one more dispatch (the combine).
+pub fn attention_splits(s: &StepInfo, n_head: u32) -> u32 {
     if s.n_tokens > MAX_SPLIT_TOKENS {
-        1
-    } else {
-        s.keys()
-            .div_ceil(ATTN_TILE)
-            .clamp(1, (MAX_ATTN_SPLITS / s.n_tokens.max(1)).max(1))
+        return 1;
     }
+    let tiles = s.keys().div_ceil(ATTN_TILE);
+    let most = (MAX_ATTN_SPLITS / s.n_tokens.max(1)).max(1);
+    if s.n_tokens > 1 {
+        return tiles.clamp(1, most);
+    }
+    let parts = ATTN_DECODE_WORKGROUPS.div_ceil(n_head.max(1));
+    let per_part = (tiles / parts).max(1);
+    tiles.div_ceil(per_part).clamp(1, most)
 }
 
 /// The cost of attention in pass `s` with a cache of `kv_bytes` bytes per key (or value) vector
@@ -316,7 +325,7 @@ pub fn attention(
                 if has_coop && coop_takes(s) {
                     return Some((coop, [n_head, s.n_tokens.div_ceil(16), 1]));
                 }
-                let splits = attention_splits(s);
+                let splits = attention_splits(s, n_head);
                 if grouped_takes(n_head, gq, s, splits, min_grouped) {
                     return Some((1, [n_head / gq, s.n_tokens, splits]));
                 }
@@ -334,10 +343,10 @@ pub fn attention(
             pipelines: vec![combine],
             bind_group: gpu.bind_group(IN_OUT_LAYOUT, &[partial, out, &cbuf, step]),
             grid: Box::new(move |s| {
-                (attention_splits(s) > 1).then_some((0, [n_head, s.n_tokens, 1]))
+                (attention_splits(s, n_head) > 1).then_some((0, [n_head, s.n_tokens, 1]))
             }),
             cost: Box::new(move |s| {
-                let parts = s.n_tokens as u64 * attention_splits(s) as u64;
+                let parts = s.n_tokens as u64 * attention_splits(s, n_head) as u64;
                 Cost::reads(f32s(parts * partial_floats))
             }),
         },

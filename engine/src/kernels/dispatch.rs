@@ -81,8 +81,10 @@ pub struct StepUniform {
     pub _pad: u32,
 }
 
-impl From<StepInfo> for StepUniform {
-    fn from(s: StepInfo) -> Self {
+impl StepUniform {
+    /// The uniform of pass `s` in a model of `n_head` query heads (the attention split follows
+    /// them: [`attention_splits`]).
+    pub fn new(s: StepInfo, n_head: u32) -> Self {
         let (seq, row_table) = match s.seqs {
             Seqs::One(seq) => (seq, 0),
             Seqs::Table { .. } => (0, 1),
@@ -92,7 +94,7 @@ impl From<StepInfo> for StepUniform {
             pos: s.pos,
             n_out: s.n_out,
             out_row0: s.n_tokens - s.n_out,
-            attn_splits: attention_splits(&s),
+            attn_splits: attention_splits(&s, n_head),
             seq,
             row_table,
             _pad: 0,

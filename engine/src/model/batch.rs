@@ -164,6 +164,7 @@ impl SessionSet {
             sampled.push(k);
         }
         let keys = table.iter().map(|r| r.pos + 1).max().unwrap_or(1);
+        let n_head = self.sessions[0].model.config.n_head;
         let s = StepInfo {
             seqs: Seqs::Table { keys },
             ..StepInfo::new(n as u32, 0, n as u32)
@@ -172,8 +173,11 @@ impl SessionSet {
             .write_buffer(&self.act.tokens, 0, bytemuck::cast_slice(&fed));
         gpu.queue
             .write_buffer(&self.act.rows, 0, bytemuck::cast_slice(&table));
-        gpu.queue
-            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        gpu.queue.write_buffer(
+            &self.act.step,
+            0,
+            bytemuck::bytes_of(&StepUniform::new(s, n_head)),
+        );
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());

@@ -198,8 +198,11 @@ impl Session {
         let s = StepInfo::new(next.len() as u32, pos0, 0);
         gpu.queue
             .write_buffer(&m.bufs.tokens, 0, bytemuck::cast_slice(next));
-        gpu.queue
-            .write_buffer(&m.bufs.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        gpu.queue.write_buffer(
+            &m.bufs.step,
+            0,
+            bytemuck::bytes_of(&StepUniform::new(s, self.model.config.n_head)),
+        );
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
@@ -226,9 +229,10 @@ impl Session {
                 ))
             }
         };
+        let n_head = self.model.config.n_head;
         let steps: Vec<StepUniform> = (0..draft_steps)
-            .map(|i| StepUniform::from(draft_step(pos0, i)))
-            .chain([StepUniform::from(StepInfo::new(catch_up, pos0, 0))])
+            .map(|i| StepUniform::new(draft_step(pos0, i), n_head))
+            .chain([StepUniform::new(StepInfo::new(catch_up, pos0, 0), n_head)])
             .collect();
         let queue = &self.model.gpu.queue;
         queue.write_buffer(&m.steps, 0, bytemuck::cast_slice(&steps));

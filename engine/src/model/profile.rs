@@ -55,8 +55,11 @@ impl Session {
             usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        gpu.queue
-            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        gpu.queue.write_buffer(
+            &self.act.step,
+            0,
+            bytemuck::bytes_of(&StepUniform::new(s, self.model.config.n_head)),
+        );
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         for (i, d) in active.iter().enumerate() {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {

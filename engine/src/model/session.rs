@@ -285,8 +285,11 @@ impl Session {
             seqs: Seqs::One(self.seq),
             ..StepInfo::new(n_tokens, self.pos, n_out)
         };
-        gpu.queue
-            .write_buffer(&self.act.step, 0, bytemuck::bytes_of(&StepUniform::from(s)));
+        gpu.queue.write_buffer(
+            &self.act.step,
+            0,
+            bytemuck::bytes_of(&StepUniform::new(s, self.model.config.n_head)),
+        );
         s
     }
 

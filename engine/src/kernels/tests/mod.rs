@@ -177,8 +177,23 @@ pub async fn run_dispatches(
     step: StepInfo,
     step_buf: &wgpu::Buffer,
 ) {
-    gpu.queue
-        .write_buffer(step_buf, 0, bytemuck::bytes_of(&StepUniform::from(step)));
+    run_attention_dispatches(gpu, dispatches, step, step_buf, 1).await
+}
+
+/// [`run_dispatches`] with attention among `dispatches`, over `n_head` query heads (the step
+/// uniform's split count follows them).
+pub async fn run_attention_dispatches(
+    gpu: &Gpu,
+    dispatches: &[&Dispatch],
+    step: StepInfo,
+    step_buf: &wgpu::Buffer,
+    n_head: u32,
+) {
+    gpu.queue.write_buffer(
+        step_buf,
+        0,
+        bytemuck::bytes_of(&StepUniform::new(step, n_head)),
+    );
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
     {
         let mut pass = encoder.begin_compute_pass(&Default::default());
