@@ -5,16 +5,17 @@
 // tandem:subgroups
 //
 // x[t, r] += sum_j weight_j * (D_e[r, :] . h[j, :]) over the k routes j of each of the few tokens
-// t of a decode or small pass, e = route[j].id: the routed experts' down projections, the route weights and the sum over the k experts fused
-// into the residual add. Each output row is summed over its k experts inside one workgroup (no
-// float atomics); routes whose expert lies outside this chunk [e0, e0 + n_exp) are skipped (the
-// chunk that holds them adds them in its own dispatch).
+// t of a decode or small pass, e = route[j].id: the routed experts' down projections, the route
+// weights and the sum over the k experts fused into the residual add. Each output row is summed
+// over its k experts inside one workgroup (no float atomics); routes whose expert lies outside
+// this chunk [e0, e0 + n_exp) are skipped (the chunk that holds them adds them in its own
+// dispatch).
 // Weight layout: ffn_down_exps as stored, [n_expert, n_embd, n_ff]: expert e - e0 starts at row
 // n_rows * (e - e0) of the chunk.
-// Work split: a workgroup per ROWS output rows (2-D grid) and token (z); the WG / ROWS threads of a row stride
-// over the (route, unit) pairs of its k expert rows (units: common/unit_dot.wgsl or the type's
-// twin), accumulating weight_j * partial dots; one reduction per row (row_sum: common/reduce.wgsl,
-// or its subgroup twin in the `_sg` variants).
+// Work split: a workgroup per ROWS output rows (2-D grid) and token (z); the WG / ROWS threads of
+// a row stride over the (route, unit) pairs of its k expert rows (units: common/unit_dot.wgsl or
+// the type's twin), accumulating weight_j * partial dots; one reduction per row (row_sum:
+// common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
@@ -32,7 +33,7 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;              // [n_exp, n_rows, n_cols / QK] blocks
 @group(0) @binding(1) var<storage, read> h: array<vec4<f32>>;        // [n_tokens k, n_cols]
-@group(0) @binding(2) var<storage, read_write> x: array<f32>;        // [n_tokens, n_rows] the residual stream
+@group(0) @binding(2) var<storage, read_write> x: array<f32>;        // [n_tokens, n_rows]: the residual
 @group(0) @binding(3) var<storage, read> route: array<u32>;          // [n_tokens k, 2]: (id, bitcast weight)
 @group(0) @binding(4) var<uniform> p: Params;
 @group(0) @binding(5) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs

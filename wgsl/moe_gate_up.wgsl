@@ -7,19 +7,19 @@
 // tandem:subgroups
 //
 // h[j, r] = act(G_e[r, :] . x'[t]) * (U_e[r, :] . x'[t]) for each route j = t k + i of the few
-// tokens t of a decode or small pass (the i-th of token t's k routes), e = route[j].id: the routed experts' gate and up projections with the
-// activation (SiLU; GELU-tanh) fused. x' = x, or RMSNorm(x) * norm_w with flags bit 2 (the FFN
-// norm in the prologue, folded into the row pass: common/rms_fold.wgsl). Routes whose expert lies
-// outside this weight chunk [e0, e0 + n_exp) are left to the dispatch of the chunk that holds it.
+// tokens t of a decode or small pass (the i-th of token t's k routes), e = route[j].id: the
+// routed experts' gate and up projections with the activation (SiLU; GELU-tanh) fused. x' = x,
+// or RMSNorm(x) * norm_w with flags bit 2 (the FFN norm in the prologue, folded into the row
+// pass: common/rms_fold.wgsl). Routes whose expert lies outside this weight chunk
+// [e0, e0 + n_exp) are left to the dispatch of the chunk that holds it.
 // Weight layout (made at load from ffn_gate_exps and ffn_up_exps, [n_expert, n_ff, n_embd] each):
 // per expert its n_ff gate rows then its n_ff up rows, so expert e - e0 starts at row
 // 2 * n_ff * (e - e0) of the chunk.
-// Work split: a workgroup per (ROWS rows, route j): grid [n_ff / ROWS, k n_tokens]; a route's
-// expert is read once per route, so two tokens on one expert read it twice (from the cache, as
-// the dispatch runs them together); the WG / ROWS threads
-// of a row stride over its units accumulating both dot products (unit_dot2: common/unit_dot.wgsl
-// or the type's twin), then reduce them and the prologue's sum of x^2 with row_sum4
-// (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
+// Work split: a workgroup per (ROWS rows, route j): grid [n_ff / ROWS, k n_tokens] (an expert two
+// tokens chose is read for each, the second time mostly from the cache, as one dispatch runs
+// both); the WG / ROWS threads of a row stride over its units accumulating both dot products
+// (unit_dot2: common/unit_dot.wgsl or the type's twin), then reduce them and the prologue's sum
+// of x^2 with row_sum4 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
