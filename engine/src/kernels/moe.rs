@@ -194,8 +194,7 @@ struct DownParams {
 }
 
 /// Passes of up to [`PER_ROUTE_MAX`] tokens: `x[t] += sum_j weight_j * D_{e_j} h[t k + j, :]`, in
-/// `shape` as for [`gate_up`]. One dispatch
-/// per chunk.
+/// `shape` as for [`gate_up`]. One dispatch per chunk.
 pub fn down(
     gpu: &Gpu,
     ex: &GpuExperts,
@@ -519,9 +518,9 @@ impl MoeBuffers {
 /// The routed part of one MoE FFN after the router logits are in `b.logits`: the decode kernels
 /// for passes of up to [`PER_ROUTE_MAX`] tokens (reading `x_dec`, with the norm prologue when
 /// `norm` is given), the batched kernels for longer ones (reading the normalised `x_batch`),
-/// accumulating into `residual`; the decode kernels in
-/// `shape` (as for [`gate_up`]). The one MoE dispatch order: the model's recipe
-/// (`model/recipe.rs`) and the kernel tests both record it through here.
+/// accumulating into `residual`; the decode kernels in `shape` (as for [`gate_up`]). The one MoE
+/// dispatch order: the model's recipe (`model/recipe.rs`) and the kernel tests both record it
+/// through here.
 #[allow(clippy::too_many_arguments)]
 pub fn routed(
     gpu: &Gpu,
