@@ -17,12 +17,14 @@
 // 2 * n_ff * (e - e0) of the chunk.
 // Work split: a workgroup per (ROWS rows, route j): grid [n_ff / ROWS, k n_tokens] (an expert two
 // tokens chose is read for each, the second time mostly from the cache, as one dispatch runs
-// both); the WG / ROWS threads of a row stride over its units accumulating both dot products
-// (unit_dot2: common/unit_dot.wgsl or the type's twin), then reduce them and the prologue's sum
-// of x^2 with row_sum4 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
+// both); as in matvec_glu.wgsl, the rows go in groups of RPT, and the threads of a group stride
+// over the units (common/unit_dot.wgsl or the type's twin), reading each unit's x' once for the
+// gate and up rows of all RPT outputs, then reduce the gate sums, the up sums (row_sum4 each) and
+// the prologue's sum of x^2 (common/reduce.wgsl, or its subgroup twin in the `_sg` variants).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;
+override RPT: u32 = 1u;  // rows per thread group: 1, 2 or 4, dividing ROWS
 
 struct Params {
     n_ff: u32,      // rows per expert (expert_feed_forward_length)
@@ -45,26 +47,38 @@ struct Params {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
-    let threads = WG / ROWS;
+    let threads = WG * RPT / ROWS;
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
-    let row = wg.x * ROWS + slot;
+    let row0 = wg.x * ROWS + slot * RPT;
     let j = wg.y;
     let xo = j / p.k * (p.n_cols / 4u);  // the route's token's row of x
     rms_row = xo;
     let e = route[j * 2u];
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
-    var gu = vec2<f32>(0.0);
-    if (mine && row < p.n_ff) {
+    var g = vec4<f32>(0.0);
+    var v = vec4<f32>(0.0);
+    if (mine && row0 < p.n_ff) {
         let bpr = p.n_cols / QK;
-        let gb = ((e - p.e0) * 2u * p.n_ff + row) * bpr;
+        let last = p.n_ff - 1u;
+        let gb0 = (e - p.e0) * 2u * p.n_ff * bpr;
         for (var u = lane; u < p.n_cols / UNIT; u += threads) {
-            gu += unit_dot2(gb, gb + p.n_ff * bpr, u, xo);
+            let xs = unit_x(u, xo);
+            let b = u / (QK / UNIT);
+            for (var r = 0u; r < RPT; r++) {
+                let gb = gb0 + min(row0 + r, last) * bpr + b;
+                g[r] += unit_w_dot(gb, u, xs);
+                v[r] += unit_w_dot(gb + p.n_ff * bpr, u, xs);
+            }
         }
     }
-    let sum = row_sum4(vec4<f32>(gu, x_ss, 0.0), inv, threads);
-    gu = sum.xy * rms_fold_scale(sum.z, p.n_cols, p.eps);
-    if (lane == 0u && mine && row < p.n_ff) {
-        h[j * p.n_ff + row] = glu_act(gu.x, p.act) * gu.y;
+    let gs = row_sum4(g, inv, threads);
+    workgroupBarrier();
+    let vs = row_sum4(v, inv, threads);
+    let s = rms_fold_scale(row_sum(x_ss, inv, threads), p.n_cols, p.eps);
+    for (var i = lane; i < RPT; i += threads) {
+        if (mine && row0 + i < p.n_ff) {
+            h[j * p.n_ff + row0 + i] = glu_act(gs[i] * s, p.act) * vs[i] * s;
+        }
     }
 }

@@ -27,10 +27,11 @@ pub fn matvec_rows(gpu: &Gpu) -> u32 {
     }
 }
 
-/// Rows each thread group of matvec and matvec_glu serves ([`MatvecShape::per_thread`]). On a
-/// GPU, 4: x' is read once for four rows, and four rows' loads are in flight (H200, dense 8B
-/// decode: 144.6 tok/s with 1, 172.0 with 2, 177.8 with 4; bench/RESULTS.md). On a CPU adapter,
-/// 1 (there a group is one thread).
+/// Rows each thread group of matvec, matvec_glu and moe_gate_up serves
+/// ([`MatvecShape::per_thread`]). On a GPU, 4: x' is read once for four rows, and four rows'
+/// loads are in flight (H200, dense 8B decode: 144.6 tok/s with 1, 172.0 with 2, 177.8 with 4;
+/// Qwen3-30B-A3B decode with moe_gate_up's rows: 213.5 with 1, 226.1 with 2, 227.5 with 4;
+/// bench/RESULTS.md). On a CPU adapter, 1 (there a group is one thread).
 pub fn matvec_rows_per_thread(gpu: &Gpu) -> u32 {
     if gpu.info.device_type == wgpu::DeviceType::Cpu {
         1
@@ -105,8 +106,8 @@ pub struct MatvecShape {
     /// Groups of threads per workgroup (`ROWS` of the kernels that give each group one row): a
     /// power of two up to 256, so each group has 256 / rows threads.
     pub rows: u32,
-    /// Rows each group serves in matvec and matvec_glu (`RPT`: 1, 2 or 4), reading x' once for
-    /// all of them; their `ROWS` is `rows * per_thread`.
+    /// Rows each group serves in matvec, matvec_glu and moe_gate_up (`RPT`: 1, 2 or 4), reading
+    /// x' once for all of them; their `ROWS` is `rows * per_thread`. moe_down ignores it.
     pub per_thread: u32,
     /// Sum with subgroup operations (the `_sg` variant) where [`subgroups_fit`]; `false` takes
     /// the portable variant everywhere.
@@ -210,7 +211,8 @@ impl MatvecShape {
         })
     }
 
-    /// [`MatvecShape::key`] for matvec and matvec_glu, whose groups serve `per_thread` rows.
+    /// [`MatvecShape::key`] for matvec, matvec_glu and moe_gate_up, whose groups serve
+    /// `per_thread` rows.
     pub(crate) fn rows_key(
         self,
         gpu: &Gpu,

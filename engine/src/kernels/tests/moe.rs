@@ -385,7 +385,8 @@ async fn run_moe(
 /// 64-token tiles: partly filled, and with 70 tokens where every expert is selected, one full
 /// tile and a second one), and for decode the shapes of its expert kernels: 4 rows per workgroup
 /// (64 threads a row: 8 subgroups on lavapipe) and 1 row (the whole workgroup), with subgroups
-/// where the adapter has them and without, and the adapter's choice.
+/// where the adapter has them and without, 2 and 4 rows a thread group (moe_gate_up's `RPT`),
+/// and the adapter's choice.
 fn runs(gpu: &Gpu) -> Vec<(usize, Option<MatvecShape>)> {
     let decode = matvec_shapes(gpu, &[4, 1])
         .into_iter()
