@@ -5,6 +5,7 @@
 // tandem:include common/act.wgsl
 // tandem:include common/glu_io.wgsl
 // tandem:include common/unit_dot.wgsl
+// tandem:include common/glu_rows.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -28,24 +29,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
     let row0 = (wg.x + wg.y * nwg.x) * ROWS + slot * RPT;
-    let bpr = p.n_cols / QK;
-    var g = vec4<f32>(0.0);
-    var v = vec4<f32>(0.0);
+    var d = GluDots(vec4<f32>(0.0), vec4<f32>(0.0));
     if (row0 < p.n_rows) {
-        let last = p.n_rows - 1u;
-        for (var u = lane; u < p.n_cols / UNIT; u += threads) {
-            let xs = unit_x(u, 0u);
-            let b = u / (QK / UNIT);
-            for (var r = 0u; r < RPT; r++) {
-                let gb = min(row0 + r, last) * bpr + b;
-                g[r] += unit_w_dot(gb, u, xs);
-                v[r] += unit_w_dot(gb + p.n_rows * bpr, u, xs);
-            }
-        }
+        d = glu_dots(0u, p.n_rows * (p.n_cols / QK), row0, p.n_rows - 1u, 0u, lane, threads);
     }
-    let gs = row_sum4(g, inv, threads);
+    let gs = row_sum4(d.g, inv, threads);
     workgroupBarrier();
-    let vs = row_sum4(v, inv, threads);
+    let vs = row_sum4(d.v, inv, threads);
     let s = rms_fold_scale(row_sum(x_ss, inv, threads), p.n_cols, p.eps);
     for (var i = lane; i < RPT; i += threads) {
         if (row0 + i < p.n_rows) {

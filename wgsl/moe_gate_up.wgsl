@@ -3,6 +3,7 @@
 // tandem:include common/reduce.wgsl
 // tandem:include common/act.wgsl
 // tandem:include common/unit_dot.wgsl
+// tandem:include common/glu_rows.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -56,25 +57,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     rms_row = xo;
     let e = route[j * 2u];
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
-    var g = vec4<f32>(0.0);
-    var v = vec4<f32>(0.0);
+    var d = GluDots(vec4<f32>(0.0), vec4<f32>(0.0));
     if (mine && row0 < p.n_ff) {
-        let bpr = p.n_cols / QK;
-        let last = p.n_ff - 1u;
-        let gb0 = (e - p.e0) * 2u * p.n_ff * bpr;
-        for (var u = lane; u < p.n_cols / UNIT; u += threads) {
-            let xs = unit_x(u, xo);
-            let b = u / (QK / UNIT);
-            for (var r = 0u; r < RPT; r++) {
-                let gb = gb0 + min(row0 + r, last) * bpr + b;
-                g[r] += unit_w_dot(gb, u, xs);
-                v[r] += unit_w_dot(gb + p.n_ff * bpr, u, xs);
-            }
-        }
+        let up = p.n_ff * (p.n_cols / QK);  // an expert's up rows follow its gate rows
+        d = glu_dots(2u * (e - p.e0) * up, up, row0, p.n_ff - 1u, xo, lane, threads);
     }
-    let gs = row_sum4(g, inv, threads);
+    let gs = row_sum4(d.g, inv, threads);
     workgroupBarrier();
-    let vs = row_sum4(v, inv, threads);
+    let vs = row_sum4(d.v, inv, threads);
     let s = rms_fold_scale(row_sum(x_ss, inv, threads), p.n_cols, p.eps);
     for (var i = lane; i < RPT; i += threads) {
         if (mine && row0 + i < p.n_ff) {
