@@ -2,8 +2,8 @@
 // The decode dot products (matvec.wgsl, matvec_glu.wgsl, moe_gate_up.wgsl, moe_down.wgsl) by units
 // of UNIT weights of a row: unit_x(u, xo) reads x' at unit u's weights once, and
 // unit_w_dot(b, u, xs) dots it with the unit's weights in block b, so a thread that serves
-// several rows (or the gate and up rows) reads x' once for all of them (common/unit_blocks.wgsl
-// builds unit_dot and unit_dot2 on the two). x' comes from the includer's
+// several rows (or the gate and up rows: common/glu_rows.wgsl) reads x' once for all of them
+// (common/unit_blocks.wgsl builds unit_dot on the two). x' comes from the includer's
 // `fn xv(i: u32) -> vec4<f32>`: elements 4 (i - xo) .. + 4 of the vector the rows are dotted with.
 // Every unit_x, here and in the twins, calls xv exactly once for each vec4 of x its unit covers
 // (common/rms_fold.wgsl sums x^2 through those calls).

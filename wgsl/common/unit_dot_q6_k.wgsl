@@ -11,7 +11,7 @@
 const UNIT: u32 = 16u;
 
 // x' at one unit's weights: quarter t's four in column t of x, and each quarter's sum, shared by
-// the gate and up rows of unit_dot2.
+// every row the thread serves.
 struct UnitX {
     x: mat4x4<f32>,
     sums: vec4<f32>,
