@@ -33,13 +33,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (row0 < p.n_rows) {
         d = glu_dots(0u, p.n_rows * (p.n_cols / QK), row0, p.n_rows - 1u, 0u, lane, threads);
     }
-    let gs = row_sum4(d.g, inv, threads);
-    workgroupBarrier();
-    let vs = row_sum4(d.v, inv, threads);
-    let s = rms_fold_scale(row_sum(x_ss, inv, threads), p.n_cols, p.eps);
+    let out = glu_outputs(d, inv, threads);
     for (var i = lane; i < RPT; i += threads) {
         if (row0 + i < p.n_rows) {
-            h[row0 + i] = glu_act(gs[i] * s, p.act) * vs[i] * s;
+            h[row0 + i] = out[i];
         }
     }
 }

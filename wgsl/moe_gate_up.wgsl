@@ -62,13 +62,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
         let up = p.n_ff * (p.n_cols / QK);  // an expert's up rows follow its gate rows
         d = glu_dots(2u * (e - p.e0) * up, up, row0, p.n_ff - 1u, xo, lane, threads);
     }
-    let gs = row_sum4(d.g, inv, threads);
-    workgroupBarrier();
-    let vs = row_sum4(d.v, inv, threads);
-    let s = rms_fold_scale(row_sum(x_ss, inv, threads), p.n_cols, p.eps);
+    let out = glu_outputs(d, inv, threads);
     for (var i = lane; i < RPT; i += threads) {
         if (mine && row0 + i < p.n_ff) {
-            h[j * p.n_ff + row0 + i] = glu_act(gs[i] * s, p.act) * vs[i] * s;
+            h[j * p.n_ff + row0 + i] = out[i];
         }
     }
 }

@@ -261,7 +261,7 @@ pub fn mat(
         let shape = opts
             .matvec
             .unwrap_or_else(|| MatvecShape::for_matrix(gpu, chunk.n_rows, w.n_cols, chunk.ty));
-        let matvec_rows = shape.rows * shape.per_thread;
+        let matvec_rows = shape.workgroup_rows();
         let matvec = shape.kernel("matvec", chunk.ty)?;
         let matvec = gpu.pipeline(&shape.rows_key(gpu, matvec, MAT_LAYOUT)?)?;
         // The small-batch pipelines and the most tokens a workgroup of each takes.
@@ -281,7 +281,7 @@ pub fn mat(
                         Ok((t, gpu.pipeline(&key)?))
                     })
                     .collect::<Result<Vec<_>>>()?;
-                (pipelines, small.rows * small.per_thread)
+                (pipelines, small.workgroup_rows())
             }
             _ => {
                 let f32_shape = MatvecShape {
@@ -486,7 +486,7 @@ pub fn matvec_glu_with(
         shape.kernel("matvec_glu", chunk.ty)?,
         MATVEC_GLU_LAYOUT,
     )?;
-    let rows = shape.rows * shape.per_thread;
+    let rows = shape.workgroup_rows();
     let params = MatvecGluParams {
         n_rows,
         n_cols: gate_up.n_cols,

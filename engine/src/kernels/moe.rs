@@ -130,7 +130,7 @@ pub fn gate_up(
         let q = qtype_suffix(c.ty)?;
         let shape =
             shape.unwrap_or_else(|| MatvecShape::for_experts(gpu, n_ff * r.k, ex.n_cols, c.ty));
-        let rows = shape.rows * shape.per_thread;
+        let rows = shape.workgroup_rows();
         let pipeline_key = shape.rows_key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?;
         let params = GateUpParams {
             n_ff,

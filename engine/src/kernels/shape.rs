@@ -211,6 +211,11 @@ impl MatvecShape {
         })
     }
 
+    /// Rows a workgroup of matvec, matvec_glu and moe_gate_up serves (their `ROWS`).
+    pub(crate) fn workgroup_rows(self) -> u32 {
+        self.rows * self.per_thread
+    }
+
     /// [`MatvecShape::key`] for matvec, matvec_glu and moe_gate_up, whose groups serve
     /// `per_thread` rows.
     pub(crate) fn rows_key(
@@ -226,10 +231,7 @@ impl MatvecShape {
             )));
         }
         let mut key = self.key(gpu, base, layout)?;
-        key.constants = vec![
-            ("ROWS", self.rows * self.per_thread),
-            ("RPT", self.per_thread),
-        ];
+        key.constants = vec![("ROWS", self.workgroup_rows()), ("RPT", self.per_thread)];
         Ok(key)
     }
 
