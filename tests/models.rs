@@ -383,12 +383,12 @@ fn tiny_glm4moe_q8_0() {
 fn moe_dispatches_per_token() {
     for (file, want) in [
         // Attention blocks take 3 (QKV, attention with RoPE and the KV store, output; one split
-        // at position 0, so no combine). MoE blocks 4 (router matvec, router, gate_up, down), a
-        // shared expert 2 more, a dense FFN 2.
-        // embed + 2 x (3 + 4) + output norm + output + argmax (2 stages)
-        ("tests/fixtures/tiny-qwen3moe.gguf", 1 + 2 * 7 + 4),
-        // embed + dense layer (3 + 2) + 2 x (3 + 4 + 2) + output norm + output + argmax (2)
-        ("tests/fixtures/tiny-glm4moe.gguf", 1 + 5 + 2 * 9 + 4),
+        // at position 0, so no combine). MoE blocks 3 (router matvec, gate_up with the top-k in
+        // its prologue, down), a shared expert 2 more, a dense FFN 2.
+        // embed + 2 x (3 + 3) + output norm + output + argmax (2 stages)
+        ("tests/fixtures/tiny-qwen3moe.gguf", 1 + 2 * 6 + 4),
+        // embed + dense layer (3 + 2) + 2 x (3 + 3 + 2) + output norm + output + argmax (2)
+        ("tests/fixtures/tiny-glm4moe.gguf", 1 + 5 + 2 * 8 + 4),
     ] {
         let src = MmapSource::open(&repo().join(file)).unwrap();
         let g = Gguf::parse(&src).unwrap();

@@ -6,11 +6,14 @@
 //! One MoE FFN, given the normalised input (or the raw residual with the norm in the decode
 //! prologue):
 //! ```text
+//! decode (one token):          router -> moe_gate_up (routing in its prologue)
+//!                              -> moe_down (+= x)                                          3 dispatches
 //! up to PER_ROUTE_MAX tokens:  router -> moe_router -> moe_gate_up -> moe_down (+= x)      4 dispatches
 //! more:                        router -> moe_router -> moe_sort -> moe_gate_up_batch
 //!                              -> moe_down_batch -> moe_combine (+= x)                     6 dispatches
 //! ```
-//! (one expert dispatch more per extra weight chunk; see [`GpuExperts`]).
+//! (one expert dispatch more per extra weight chunk; see [`GpuExperts`]; layers of more than
+//! [`ROUTE_IN_GATE_UP_MAX`] experts keep moe_router before moe_gate_up).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -27,9 +30,12 @@ mod experts;
 mod routing;
 
 pub use experts::{ExpertChunk, GpuExperts};
+use routing::RouterParams;
 #[cfg(test)]
 pub(crate) use routing::BINDS as ROUTING_BINDS;
-pub use routing::{lists_len, router, sort, Gating, Routing, MAX_EXPERTS, MAX_GROUPS};
+pub use routing::{
+    lists_len, router, sort, Gating, Routing, MAX_EXPERTS, MAX_GROUPS, ROUTE_IN_GATE_UP_MAX,
+};
 
 // ---------------------------------------------------------------------------------------------
 // experts
@@ -86,9 +92,11 @@ const GATE_UP_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
     Binding::ReadWrite,
-    Binding::Read,
+    Binding::ReadWrite,
     Binding::Read,
     Binding::Uniform,
+    Binding::Read,
+    Binding::Read,
     Binding::Read,
 ];
 
@@ -103,11 +111,14 @@ struct GateUpParams {
     act: u32,
     flags: u32,
     eps: f32,
+    route: RouterParams,
 }
 
 /// Passes of up to [`PER_ROUTE_MAX`] tokens: `h[t k + j, :] = act(G_e x'[t]) * (U_e x'[t])` for
 /// each token's k routes, over the stacked gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) *
-/// norm weights when `norm` is given.
+/// norm weights when `norm` is given. In decode steps over layers of at most
+/// [`ROUTE_IN_GATE_UP_MAX`] experts the kernel routes the token itself from `logits` and `bias`
+/// (what moe_router does) and writes `route` for moe_down; otherwise it reads `route`.
 /// `shape`: rows per workgroup and variant as for the matvec, or (`None`) the adapter's choice for
 /// the experts' rows ([`MatvecShape::for_experts`]). One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
@@ -116,7 +127,7 @@ pub fn gate_up(
     ex: &GpuExperts,
     x: &wgpu::Buffer,
     h: &wgpu::Buffer,
-    route: &wgpu::Buffer,
+    (logits, bias, route): (&wgpu::Buffer, Option<&wgpu::Buffer>, &wgpu::Buffer),
     dummy: &wgpu::Buffer,
     norm: Option<(&wgpu::Buffer, f32)>,
     r: &Routing,
@@ -124,6 +135,7 @@ pub fn gate_up(
     shape: Option<MatvecShape>,
 ) -> Result<Vec<Dispatch>> {
     let n_ff = ex.rows / 2;
+    let self_route = r.n_expert <= ROUTE_IN_GATE_UP_MAX;
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
@@ -139,14 +151,16 @@ pub fn gate_up(
             e0: c.e0,
             n_exp: c.n_exp,
             act: (act == Activation::GeluTanh) as u32,
-            flags: (norm.is_some() as u32) << 2,
+            flags: (norm.is_some() as u32) << 2 | (self_route as u32) << 3,
             eps: norm.map_or(0.0, |n| n.1),
+            route: RouterParams::new(r, bias.is_some()),
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let k = r.k;
         let (bytes, cols, n_expert, n_exp) = (c.buffer.size(), ex.n_cols, r.n_expert, c.n_exp);
-        // Each token's x and routes, the norm weights.
+        // Each token's x and routes (or router logits), the norm weights.
         let norm_cols = cols as u64 * norm.is_some() as u64;
+        let logit_cols = n_expert as u64 * self_route as u64;
         out.push(
             Dispatch::one(
                 gpu,
@@ -160,12 +174,15 @@ pub fn gate_up(
                     norm.map_or(dummy, |n| n.0),
                     &pbuf,
                     &c.buffer,
+                    logits,
+                    bias.unwrap_or(dummy),
                 ],
                 When::AtMost(PER_ROUTE_MAX),
                 move |s| [n_ff.div_ceil(rows), k * s.n_tokens, 1],
             )?
             .costs(move |s| {
-                let act = f32s(s.n_tokens as u64 * (cols as u64 + 2 * k as u64) + norm_cols);
+                let per_token = cols as u64 + 2 * k as u64 + logit_cols;
+                let act = f32s(s.n_tokens as u64 * per_token + norm_cols);
                 expert_cost(bytes, 2 * n_ff, cols, n_expert, k, n_exp, s, act)
             }),
         );
@@ -355,7 +372,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         layout: GATE_UP_LAYOUT,
         unused: &[],
         uniforms: &[(5, size_of::<GateUpParams>())],
-        constants: &[("WG", MATVEC_WG)],
+        constants: &[("WG", MATVEC_WG), ("MAX_E", ROUTE_IN_GATE_UP_MAX)],
     },
     KernelBinds {
         stem: "moe_down",
@@ -538,9 +555,22 @@ pub fn routed(
     act: Activation,
     shape: Option<MatvecShape>,
 ) -> Result<Vec<Dispatch>> {
-    let mut d = vec![router(gpu, &b.logits, bias, &b.route, step, dummy, r)?];
+    let mut routing = router(gpu, &b.logits, bias, &b.route, step, dummy, r)?;
+    if r.n_expert <= ROUTE_IN_GATE_UP_MAX {
+        routing = routing.only(When::MoreThan(1));
+    }
+    let mut d = vec![routing];
     d.extend(gate_up(
-        gpu, gate_up_w, x_dec, &b.h, &b.route, dummy, norm, r, act, shape,
+        gpu,
+        gate_up_w,
+        x_dec,
+        &b.h,
+        (&b.logits, bias, &b.route),
+        dummy,
+        norm,
+        r,
+        act,
+        shape,
     )?);
     d.extend(down(gpu, down_w, &b.h, residual, &b.route, r, shape)?);
     d.push(sort(gpu, &b.route, &b.lists, step, r)?);

@@ -11,7 +11,7 @@ use crate::{Error, Result};
 
 /// Most experts a layer may have (MAX_E in moe_router.wgsl and moe_sort.wgsl).
 pub const MAX_EXPERTS: u32 = 1024;
-/// Most expert groups (MAX_G in moe_router.wgsl).
+/// Most expert groups (MAX_G in common/route.wgsl).
 pub const MAX_GROUPS: u32 = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,9 +59,14 @@ impl Routing {
     }
 }
 
+/// Most experts a layer may have for moe_gate_up to route its own token (`MAX_E` there): decode
+/// steps over such layers skip moe_router.
+pub const ROUTE_IN_GATE_UP_MAX: u32 = 256;
+
+/// `RouteParams` of common/route.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct RouterParams {
+pub(crate) struct RouterParams {
     n_expert: u32,
     k: u32,
     gating: u32,
@@ -70,6 +75,21 @@ struct RouterParams {
     topk_group: u32,
     scale: f32,
     _pad: u32,
+}
+
+impl RouterParams {
+    pub(crate) fn new(r: &Routing, with_bias: bool) -> RouterParams {
+        RouterParams {
+            n_expert: r.n_expert,
+            k: r.k,
+            gating: (r.gating == Gating::Sigmoid) as u32,
+            flags: r.norm as u32 | (with_bias as u32) << 1,
+            n_group: r.n_group,
+            topk_group: if r.n_group > 1 { r.topk_group } else { 1 },
+            scale: r.scale,
+            _pad: 0,
+        }
+    }
 }
 
 /// Top-k and weights for every token of the pass: `route[t, j] = (id, weight)` from
@@ -84,16 +104,7 @@ pub fn router(
     r: &Routing,
 ) -> Result<Dispatch> {
     r.check()?;
-    let params = RouterParams {
-        n_expert: r.n_expert,
-        k: r.k,
-        gating: (r.gating == Gating::Sigmoid) as u32,
-        flags: r.norm as u32 | (bias.is_some() as u32) << 1,
-        n_group: r.n_group,
-        topk_group: if r.n_group > 1 { r.topk_group } else { 1 },
-        scale: r.scale,
-        _pad: 0,
-    };
+    let params = RouterParams::new(r, bias.is_some());
     let pbuf = gpu.uniform("moe_router", &params);
     Dispatch::one(
         gpu,

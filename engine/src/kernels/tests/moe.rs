@@ -24,7 +24,7 @@ fn better(v: f32, i: usize, w: f32, j: usize) -> bool {
     v > w || (v == w && i < j)
 }
 
-/// Plain top-k routing of one token (see moe_router.wgsl for the rules).
+/// Plain top-k routing of one token (see common/route.wgsl for the rules).
 pub fn route_ref(logits: &[f32], bias: Option<&[f32]>, r: &Routing) -> Vec<(u32, f32)> {
     let n = r.n_expert as usize;
     let (prob, mut sel): (Vec<f32>, Vec<f32>) = match r.gating {
@@ -431,6 +431,34 @@ async fn moe_experts_f32_q8_0() {
     }
 }
 
+/// A layer of more experts than moe_gate_up routes itself (`ROUTE_IN_GATE_UP_MAX`): passes of a
+/// few tokens take moe_router's routes, as longer ones do.
+async fn moe_experts_routed_by_moe_router() {
+    let (name, r, bias) = routings()
+        .into_iter()
+        .find(|(_, r, _)| r.n_expert > moe::ROUTE_IN_GATE_UP_MAX)
+        .expect("a routing past ROUTE_IN_GATE_UP_MAX");
+    let case = Case {
+        ty_gate_up: GgmlType::Q8_0,
+        ty_down: GgmlType::Q8_0,
+        n_embd: 64,
+        n_ff: 32,
+        per_chunk: None,
+    };
+    for n_tokens in [1, 3, moe::PER_ROUTE_MAX as usize, 16] {
+        run_moe(
+            &case,
+            name,
+            &r,
+            bias,
+            n_tokens,
+            None,
+            9000 + n_tokens as u64,
+        )
+        .await;
+    }
+}
+
 async fn moe_experts_k_quants() {
     let routings = routings();
     for (i, (ty_gu, ty_d, per_chunk)) in [
@@ -518,5 +546,6 @@ super::gpu_tests!(
     moe_sort_lists_every_route_in_order,
     moe_router_against_reference,
     moe_experts_f32_q8_0,
+    moe_experts_routed_by_moe_router,
     moe_experts_k_quants
 );

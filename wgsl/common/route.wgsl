@@ -1,0 +1,175 @@
+// Mixture-of-Experts routing of one token in one workgroup: from its router logits to its k
+// experts and their weights (moe_router.wgsl for every token of a pass; moe_gate_up.wgsl, which
+// routes its own token in its prologue in decode steps).
+//   softmax gating (qwen3moe, mixtral):  p = softmax(logits) over all experts; choose the k
+//       largest p (the k largest logits: softmax keeps their order, so the selection needs no
+//       sum); weights = p of the chosen (renormalised to sum 1 with flags bit 0, when the sum
+//       over all experts is not needed either).
+//   sigmoid gating (glm4moe, deepseek v3): s = sigmoid(logits); selection scores s + bias
+//       (exp_probs_b, flags bit 1); with n_group > 1 only the experts of the topk_group groups
+//       with the largest sum of their two best selection scores compete (the others are
+//       masked below any unmasked score); weights = the UNBIASED s of the chosen (renormalised
+//       with flags bit 0, plus 1e-20 as transformers does).
+//   Then weights *= scale (expert_weights_scale, the routed scaling factor).
+// Ties: the lowest expert id wins. Chosen experts come out in descending score order.
+// Include-only; the includer has WG, MAX_E (the most experts it routes), `logits` and `bias`
+// (storage arrays of f32: [n_tokens, n_expert] and [n_expert] or unused).
+// Memory: 3 x MAX_E words + WG + MAX_G + 1 floats of workgroup memory.
+
+const MAX_G: u32 = 64u;
+const MASKED: f32 = -3.0e38;   // a group-masked expert: below every real score
+// Below every score: the start of a max. Not -inf: WGSL has no infinities in constant
+// expressions (Chrome's Tint rejects a bitcast one).
+const LOWEST: f32 = -3.4e38;
+
+struct RouteParams {
+    n_expert: u32,   // experts of the layer (<= MAX_E)
+    k: u32,          // experts per token
+    gating: u32,     // 0: softmax, 1: sigmoid
+    flags: u32,      // bit 0: renormalise the k weights; bit 1: add the selection bias
+    n_group: u32,    // expert groups (1: no group limit); n_expert % n_group == 0, <= 64
+    topk_group: u32, // groups kept per token
+    scale: f32,      // weights multiplier
+    _pad: u32,
+}
+
+var<workgroup> prob: array<f32, MAX_E>;  // weight source: the logit (softmax) or s (sigmoid)
+var<workgroup> sel: array<f32, MAX_E>;   // selection score, or MASKED
+var<workgroup> rv: array<f32, WG>;
+var<workgroup> chosen: array<u32, MAX_E>;  // [k] the chosen experts, best first
+var<workgroup> gscore: array<f32, MAX_G>;
+var<workgroup> softmax_sum: f32;  // softmax without renormalisation: sum of e^(logit - best)
+
+// Is (v, i) better than (w, j)? Larger score, then lower id.
+fn better(v: f32, i: u32, w: f32, j: u32) -> bool {
+    return v > w || (v == w && i < j);
+}
+
+// Sum of one value per thread, returned to all threads.
+fn route_sum(v: f32, lid: u32) -> f32 {
+    rv[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            rv[lid] += rv[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let r = rv[0];
+    workgroupBarrier();
+    return r;
+}
+
+// Routes token t: its k experts into chosen[0 .. k], best first, their weight sources in prob.
+// Returns k. Call in uniform control flow (it holds barriers); chosen is visible on return.
+fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
+    let ne = min(rp.n_expert, MAX_E);
+    let base = t * rp.n_expert;
+    let use_bias = (rp.flags & 2u) != 0u;
+    if (rp.gating == 0u) {
+        for (var i = lid; i < ne; i += WG) {
+            let v = logits[base + i];
+            prob[i] = v;
+            sel[i] = v;
+        }
+    } else {
+        for (var i = lid; i < ne; i += WG) {
+            let v = 1.0 / (1.0 + exp(-logits[base + i]));
+            prob[i] = v;
+            sel[i] = select(v, v + bias[i], use_bias);
+        }
+    }
+    workgroupBarrier();
+    // Group limit: score each group by its two best selection scores, keep the topk_group best
+    // groups (ties: lower group id), mask the experts of the others.
+    let n_group = min(rp.n_group, MAX_G);
+    if (n_group > 1u) {
+        let gsize = ne / n_group;
+        if (lid < n_group) {
+            var b1 = LOWEST;
+            var b2 = LOWEST;
+            for (var i = lid * gsize; i < (lid + 1u) * gsize; i++) {
+                let v = sel[i];
+                if (v > b1) {
+                    b2 = b1;
+                    b1 = v;
+                } else if (v > b2) {
+                    b2 = v;
+                }
+            }
+            gscore[lid] = b1 + b2;
+        }
+        workgroupBarrier();
+        for (var i = lid; i < ne; i += WG) {
+            let g = i / gsize;
+            var rank = 0u;
+            for (var h = 0u; h < n_group; h++) {
+                if (better(gscore[h], h, gscore[g], g)) {
+                    rank++;
+                }
+            }
+            if (rank >= rp.topk_group) {
+                sel[i] = MASKED;
+            }
+        }
+        workgroupBarrier();
+    }
+    // Selection by rank: an expert's rank is the number of experts `better` than it (a strict
+    // order), so the k of rank < k are the chosen ones, best first at slot rank: one pass over the
+    // scores in workgroup memory and one barrier, not k argmax reductions.
+    let k = min(rp.k, ne);
+    for (var i = lid; i < ne; i += WG) {
+        let v = sel[i];
+        var rank = 0u;
+        for (var h = 0u; h < ne && rank < k; h++) {
+            if (better(sel[h], h, v, i)) {
+                rank++;
+            }
+        }
+        if (rank < k) {
+            chosen[rank] = i;
+        }
+    }
+    workgroupBarrier();
+    if (rp.gating == 0u && (rp.flags & 1u) == 0u) {
+        let m = prob[chosen[0]];
+        var s = 0.0;
+        for (var i = lid; i < ne; i += WG) {
+            s += exp(prob[i] - m);
+        }
+        s = route_sum(s, lid);
+        if (lid == 0u) {
+            softmax_sum = s;
+        }
+        workgroupBarrier();
+    }
+    return k;
+}
+
+// Route j's unnormalised weight (j < k, after route_token): e^(logit - best logit) for softmax
+// gating, s for sigmoid gating.
+fn route_source(rp: RouteParams, j: u32) -> f32 {
+    let v = prob[chosen[j]];
+    if (rp.gating == 0u) {
+        return exp(v - prob[chosen[0]]);
+    }
+    return v;
+}
+
+// The factor that turns route_source(j) into route j's weight (normalisation and scale), for
+// the k chosen by route_token.
+fn route_factor(rp: RouteParams, k: u32) -> f32 {
+    var d = 1.0;
+    if ((rp.flags & 1u) != 0u) {
+        d = 0.0;
+        for (var j = 0u; j < k; j++) {
+            d += route_source(rp, j);
+        }
+        if (rp.gating == 1u) {
+            d += 1e-20;
+        }
+    } else if (rp.gating == 0u) {
+        d = softmax_sum;
+    }
+    return rp.scale / d;
+}
