@@ -307,14 +307,15 @@ async fn mtp_matches_torch() {
 }
 
 /// An MTP draft step is a short fixed list: the embedding, the two input norms, eh_proj, the
-/// block (QKV, attention with RoPE and the KV store, output; router matvec, top-k, expert
-/// gate/up and down, the shared expert's 2), the head's norm and matvec, the argmax's 2 stages.
+/// block (QKV, attention with RoPE and the KV store, output; router matvec, expert gate/up with
+/// the top-k in its prologue, down, the shared expert's 2), the head's norm and matvec, the
+/// argmax's 2 stages.
 async fn an_mtp_draft_step_is_a_short_fixed_list() {
     let m = load(GLM_MTP).await;
     let s = session(&m).await;
     assert_eq!(
         s.dispatches_per_draft(),
-        Some(1 + 2 + 1 + 3 + 4 + 2 + 2 + 2)
+        Some(1 + 2 + 1 + 3 + 3 + 2 + 2 + 2)
     );
     let llama = load(LLAMA).await;
     assert_eq!(session(&llama).await.dispatches_per_draft(), None);
