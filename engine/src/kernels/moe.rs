@@ -135,7 +135,7 @@ pub fn gate_up(
     shape: Option<MatvecShape>,
 ) -> Result<Vec<Dispatch>> {
     let n_ff = ex.rows / 2;
-    let self_route = r.n_expert <= ROUTE_IN_GATE_UP_MAX;
+    let self_route = r.routes_in_gate_up();
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
@@ -158,7 +158,7 @@ pub fn gate_up(
         let pbuf = gpu.uniform(&ex.name, &params);
         let k = r.k;
         let (bytes, cols, n_expert, n_exp) = (c.buffer.size(), ex.n_cols, r.n_expert, c.n_exp);
-        // Each token's x and routes (or router logits), the norm weights.
+        // Each token's x and routes (and a decode step's router logits), the norm weights.
         let norm_cols = cols as u64 * norm.is_some() as u64;
         let logit_cols = n_expert as u64 * self_route as u64;
         out.push(
@@ -181,7 +181,8 @@ pub fn gate_up(
                 move |s| [n_ff.div_ceil(rows), k * s.n_tokens, 1],
             )?
             .costs(move |s| {
-                let per_token = cols as u64 + 2 * k as u64 + logit_cols;
+                let logits = if s.n_tokens == 1 { logit_cols } else { 0 };
+                let per_token = cols as u64 + 2 * k as u64 + logits;
                 let act = f32s(s.n_tokens as u64 * per_token + norm_cols);
                 expert_cost(bytes, 2 * n_ff, cols, n_expert, k, n_exp, s, act)
             }),
@@ -556,7 +557,7 @@ pub fn routed(
     shape: Option<MatvecShape>,
 ) -> Result<Vec<Dispatch>> {
     let mut routing = router(gpu, &b.logits, bias, &b.route, step, dummy, r)?;
-    if r.n_expert <= ROUTE_IN_GATE_UP_MAX {
+    if r.routes_in_gate_up() {
         routing = routing.only(When::MoreThan(1));
     }
     let mut d = vec![routing];

@@ -57,6 +57,12 @@ impl Routing {
             )))
         }
     }
+
+    /// Whether decode steps route in moe_gate_up's prologue, with no moe_router dispatch: layers
+    /// of at most [`ROUTE_IN_GATE_UP_MAX`] experts.
+    pub fn routes_in_gate_up(&self) -> bool {
+        self.n_expert <= ROUTE_IN_GATE_UP_MAX
+    }
 }
 
 /// Most experts a layer may have for moe_gate_up to route its own token (`MAX_E` there): decode
