@@ -494,16 +494,26 @@ async fn moe_experts_k_quants() {
     }
 }
 
-/// moe_sort alone, on passes whose routes span several of its workgroup-memory chunks (2048
-/// routes): every route slot once, grouped by expert, slots ascending, the offsets their prefix
-/// sums. Expert ids are a fixed pseudo-random sequence, some experts unused.
+/// moe_sort alone, on passes of many of its 32-token chunks, one that is not whole, and chunks
+/// of more routes than it has threads (k 10): every route slot once, grouped by expert, slots
+/// ascending, the offsets their prefix sums. A token's k experts are distinct (as the router's
+/// top k are), from a fixed pseudo-random start, some experts unused.
 async fn moe_sort_lists_every_route_in_order() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
-    for (n_expert, k, n_tokens) in [(128u32, 8u32, 600u32), (300, 5, 819), (8, 2, 9)] {
+    for (n_expert, k, n_tokens) in [
+        (128u32, 8u32, 600u32),
+        (300, 5, 819),
+        (64, 10, 70),
+        (8, 2, 9),
+    ] {
         let n = (n_tokens * k) as usize;
+        let used = n_expert - n_expert / 8;
         let ids: Vec<u32> = (0..n as u32)
-            .map(|s| s.wrapping_mul(2_654_435_761) % (n_expert - n_expert / 8))
+            .map(|s| {
+                let start = (s / k).wrapping_mul(2_654_435_761) % used;
+                (start + s % k * (used / k)) % used
+            })
             .collect();
         let route: Vec<u32> = ids.iter().flat_map(|&e| [e, 0]).collect();
         let rb = upload(&gpu, "route", &route);
