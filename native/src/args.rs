@@ -15,8 +15,8 @@ pub struct ModelArgs {
     /// Context size in tokens [default: the model's, at most 4096]
     #[arg(short = 'c', long)]
     pub ctx: Option<u32>,
-    /// Most tokens per forward pass when reading a prompt
-    #[arg(long, default_value_t = 256)]
+    /// Most tokens per forward pass when reading a prompt (llama.cpp's default too)
+    #[arg(long, default_value_t = 512)]
     pub ubatch: u32,
     /// What the KV cache holds: f16 (half the memory) or f32
     #[arg(long, value_enum, default_value_t = KvTypeArg::F16)]

@@ -26,7 +26,7 @@ impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
             ctx: 4096,
-            ubatch: 256,
+            ubatch: 512,
             kv: KvType::F16,
         }
     }
