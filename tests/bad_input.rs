@@ -49,6 +49,7 @@ fn prompt_longer_than_context() {
         SessionOptions {
             ctx: 16,
             ubatch: 8,
+            outputs: 8,
             ..Default::default()
         },
     ))
@@ -83,6 +84,7 @@ fn token_outside_vocabulary() {
         SessionOptions {
             ctx: 16,
             ubatch: 8,
+            outputs: 8,
             ..Default::default()
         },
     ))
@@ -100,6 +102,7 @@ fn session_larger_than_the_device_allows() {
         SessionOptions {
             ctx: u32::MAX / 2,
             ubatch: 8,
+            outputs: 8,
             ..Default::default()
         },
     ))
@@ -272,6 +275,7 @@ fn device_destroyed_mid_generation_fails_with_device_lost() {
             SessionOptions {
                 ctx: 64,
                 ubatch: 8,
+                outputs: 8,
                 ..Default::default()
             },
         ))
@@ -314,6 +318,7 @@ fn model_larger_than_the_device_memory_is_refused_before_the_upload() {
     let opts = SessionOptions {
         ctx: 256,
         ubatch: 8,
+        outputs: 8,
         ..Default::default()
     };
     let kv = 2
@@ -355,6 +360,7 @@ fn context_too_long_for_the_adapter_is_refused_from_the_metadata_alone() {
     let opts = |ctx| SessionOptions {
         ctx,
         ubatch: 8,
+        outputs: 8,
         ..Default::default()
     };
     // The cache holds whole tiles of ATTN_TILE positions, so the longest context that fits is

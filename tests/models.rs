@@ -82,6 +82,7 @@ fn check_golden(file: &str, tol: Tolerance) {
             SessionOptions {
                 ctx: 256,
                 ubatch: 64,
+                outputs: 64,
                 kv,
             },
         ))
@@ -399,6 +400,7 @@ fn moe_dispatches_per_token() {
             SessionOptions {
                 ctx: 64,
                 ubatch: 16,
+                outputs: 16,
                 ..Default::default()
             },
         ))
@@ -437,6 +439,7 @@ fn moe_decode_is_one_submit_and_reads_only_the_id() {
                 SessionOptions {
                     ctx: 64,
                     ubatch: 16,
+                    outputs: 16,
                     ..Default::default()
                 },
             ))
@@ -478,6 +481,7 @@ fn decoding_ahead_matches_plain_decoding() {
         SessionOptions {
             ctx,
             ubatch: 8,
+            outputs: 8,
             ..Default::default()
         },
     ))
@@ -537,6 +541,7 @@ fn demo_mtp_model_speculation_changes_nothing() {
             SessionOptions {
                 ctx: 128,
                 ubatch: 32,
+                outputs: 32,
                 ..Default::default()
             },
         ))

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use tandem_engine::model::KvType;
+use tandem_engine::model::{KvType, SessionOptions};
 use tandem_engine::sampling::{Mode, SamplerParams, Sampling, MAX_TOP_K};
 
 #[derive(Args, Clone)]
@@ -18,6 +18,10 @@ pub struct ModelArgs {
     /// Most tokens per forward pass when reading a prompt (llama.cpp's default too)
     #[arg(long, default_value_t = 512)]
     pub ubatch: u32,
+    /// Most rows of logits one pass returns (not a flag: `perplexity` raises it to its chunk's
+    /// scored half)
+    #[arg(skip = SessionOptions::default().outputs)]
+    pub outputs: u32,
     /// What the KV cache holds: f16 (half the memory) or f32
     #[arg(long, value_enum, default_value_t = KvTypeArg::F16)]
     pub kv_type: KvTypeArg,

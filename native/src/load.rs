@@ -118,6 +118,7 @@ pub fn session_options(config: &Config, args: &ModelArgs) -> SessionOptions {
     SessionOptions {
         ctx: args.ctx.unwrap_or(config.ctx_train.min(4096)),
         ubatch: args.ubatch,
+        outputs: args.outputs,
         kv: args.kv_type.into(),
     }
 }

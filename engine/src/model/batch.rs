@@ -55,6 +55,7 @@ impl SessionSet {
             .collect::<Result<Vec<_>>>()?;
         let step_opts = SessionOptions {
             ubatch: n_seq,
+            outputs: n_seq,
             ..opts
         };
         let (act, max_out) = Activations::new(gpu, &model, step_opts)?;

@@ -17,6 +17,10 @@ pub struct SessionOptions {
     pub ctx: u32,
     /// Most tokens one forward pass takes (prompt chunks are cut to this).
     pub ubatch: u32,
+    /// Most rows of logits one pass returns (at most `ubatch`): a prompt's pass returns one, a
+    /// verification one a token, perplexity half its chunk. The logits buffer holds this many
+    /// rows of the vocabulary (19 MB at 32 rows of Qwen3's 152k tokens).
+    pub outputs: u32,
     /// What the KV cache holds (f16 by default: half the memory and half the bytes a decode
     /// step reads from it at long contexts).
     pub kv: KvType,
@@ -27,6 +31,7 @@ impl Default for SessionOptions {
         SessionOptions {
             ctx: 4096,
             ubatch: 512,
+            outputs: 32,
             kv: KvType::F16,
         }
     }
@@ -91,14 +96,16 @@ pub(super) fn check_memory(
 /// and the logits must each fit a storage binding of `max_binding` bytes. Returns the most rows
 /// of logits one pass can return.
 fn check_sizes(max_binding: u64, c: &Config, n_ff: u64, opts: SessionOptions) -> Result<u32> {
-    if opts.ctx == 0 || opts.ubatch == 0 {
+    if opts.ctx == 0 || opts.ubatch == 0 || opts.outputs == 0 {
         return Err(Error::InvalidArgument(
-            "context and batch must be positive".into(),
+            "context, batch and outputs must be positive".into(),
         ));
     }
     let b = opts.ubatch as u64;
     let f = 4u64;
-    let max_out = ((max_binding / (c.n_vocab as u64 * f)).min(b) as u32).max(1);
+    let max_out = ((max_binding / (c.n_vocab as u64 * f)).min(b) as u32)
+        .min(opts.outputs)
+        .max(1);
     for (what, size) in [
         ("the activations of one batch", b * 2 * n_ff.max(1) * f),
         ("the logits", max_out as u64 * c.n_vocab as u64 * f),

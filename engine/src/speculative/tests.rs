@@ -47,6 +47,7 @@ async fn session_of(m: &Loaded, ctx: u32) -> Session {
     let opts = SessionOptions {
         ctx,
         ubatch: 16,
+        outputs: 16,
         ..Default::default()
     };
     Session::new(m.model.clone(), opts).await.unwrap()
@@ -216,6 +217,7 @@ async fn mtp_matches_torch() {
     let opts = SessionOptions {
         ctx: 80,
         ubatch: 16,
+        outputs: 16,
         kv: KvType::F32,
     };
     let mut s = Session::new(m.model.clone(), opts).await.unwrap();

@@ -23,6 +23,7 @@ const GEMMA3: &[u8] = include_bytes!("../../../../tests/fixtures/tiny-gemma3.ggu
 const OPTS: SessionOptions = SessionOptions {
     ctx: 40,
     ubatch: 16,
+    outputs: 16,
     kv: crate::model::KvType::F16,
 };
 
