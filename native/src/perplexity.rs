@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use tandem_engine::model::perplexity as measure_perplexity;
+use tandem_engine::model::{perplexity as measure_perplexity, scored_rows};
 use tandem_engine::{Error, Result};
 
 use crate::args::ModelArgs;
@@ -33,7 +33,7 @@ pub fn perplexity(args: PerplexityArgs) -> Result<()> {
     let chunk = args.model.ctx.unwrap_or(DEFAULT_CHUNK);
     let mut model_args = args.model.clone();
     model_args.ubatch = model_args.ubatch.max(chunk);
-    model_args.outputs = model_args.outputs.max(chunk - chunk / 2);
+    model_args.outputs = model_args.outputs.max(scored_rows(chunk));
     model_args.ctx = Some(chunk);
     let mut l = load::load(&model_args)?;
     let text = std::fs::read_to_string(&args.file)

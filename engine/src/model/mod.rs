@@ -23,7 +23,7 @@ pub use crate::kernels::KvType;
 pub use batch::SessionSet;
 pub use config::MoeConfig;
 pub use config::{Arch, Config, SlidingWindow};
-pub use perplexity::{perplexity, Perplexity};
+pub use perplexity::{perplexity, scored_rows, Perplexity};
 pub use plan::SessionOptions;
 pub use profile::KernelTime;
 pub use session::Session;

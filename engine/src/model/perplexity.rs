@@ -10,6 +10,12 @@ pub struct Perplexity {
     pub scored_tokens: usize,
 }
 
+/// Rows of logits [`perplexity`] takes from one pass over a chunk of `ctx` tokens: those of its
+/// second half. A session for it needs `SessionOptions::outputs` of at least this.
+pub fn scored_rows(ctx: u32) -> u32 {
+    ctx - ctx / 2
+}
+
 /// Cuts `tokens` into `chunks` consecutive chunks of `ctx` (as many as fit when `chunks` is
 /// `None`), puts `bos` in place of each chunk's first token when given, runs each chunk from an
 /// empty cache and averages the negative log-likelihood of the tokens in each chunk's second half.
@@ -36,8 +42,8 @@ pub async fn perplexity(
             tokens.len()
         )));
     }
-    let first = ctx_len / 2;
-    let n_out = (ctx_len - first) as u32;
+    let n_out = scored_rows(ctx);
+    let first = ctx_len - n_out as usize;
     if n_out > session.max_out || n_out as usize > session.opts.ubatch as usize {
         return Err(Error::InvalidArgument(format!(
             "perplexity context {ctx} needs {n_out} rows of logits at once; this session gives {} (raise the batch size or lower --ctx)",
