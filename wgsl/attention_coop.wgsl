@@ -15,9 +15,11 @@
 // - S through workgroup memory: lanes 2r and 2r + 1 take query r's 32 keys each, apply scale,
 //   cap and mask, keep the running max m and sum l (the pair meets with one shuffle) and write P
 //   = exp(S - m) as f16 (fragment A of the next product) and the factor exp(m_old - m);
-// - O = O * factor + P V: O lives in workgroup memory (f32, 16 x HD), rescaled by the lanes and
-//   then, per 16 columns of the head, loaded as an accumulator, multiplied with P and V's
-//   fragments (read from the cache, row-major) and stored back.
+// - O = O * factor + P V: O lives in registers, lane 2r + c holding columns 16 b + 8 c .. + 7 of
+//   query r for every 16-column block b (a layout the lanes know, so the rescale is a multiply
+//   in registers, as ggml-vulkan's flash attention keeps it); each tile's P V goes, per block,
+//   into a zeroed accumulator (P and V's fragments, V read from the cache, row-major), through
+//   workgroup memory, where each lane adds its share.
 // Keys past the workgroup's last query are read in its last tile but never used: their scores
 // are masked by select, and that tile's values go through workgroup memory, 16 keys at a time,
 // with zeros past the end (the cache there may hold anything, NaN included, and 0 * NaN is NaN).
@@ -27,9 +29,8 @@
 
 override HD: u32 = 128u;                // head size: a multiple of 16, at most 256
 override LDQ: u32 = HD + 8u;            // f16 stride of a staged query row (16-byte aligned)
-override LDO: u32 = HD + 4u;            // f32 stride of an output row
 override QS: u32 = 16u * LDQ;
-override OS: u32 = 16u * LDO;
+override OS: u32 = 16u * HD;           // a tile's P V, block by block
 const BK: u32 = 64u;                    // keys a tile
 const LDP: u32 = BK + 8u;               // f16 stride of a row of P
 const NEG: f32 = -3.0e38;
@@ -42,10 +43,9 @@ const NEG: f32 = -3.0e38;
 @group(0) @binding(8) var<uniform> step: Step;
 
 var<workgroup> qs: array<f16, QS>;      // [16][LDQ] the queries; the last tile's masked values
-var<workgroup> os: array<f32, OS>;      // [16][LDO] the unnormalised output
+var<workgroup> pv: array<f32, OS>;      // [HD / 16][16][16] a tile's P V
 var<workgroup> ss: array<f32, 1024>;    // [16][BK] a tile's scores
 var<workgroup> ps: array<f16, 1152>;    // [16][LDP] a tile's probabilities
-var<workgroup> factor: array<f32, 16>;  // per query row: exp(m_old - m), then the sum l
 
 @compute @workgroup_size(32)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
@@ -58,7 +58,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let d = i % HD;
         let t = t0 + r;
         qs[r * LDQ + d] = f16(select(0.0, q[min(t, n_tok - 1u) * p.q_stride + h * HD + d], t < n_tok));
-        os[r * LDO + d] = 0.0;
     }
     // The workgroup's keys: from its first query's window (whole tiles) to its last query.
     var begin = 0u;
@@ -69,31 +68,35 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let row = Row(lane / 2u, lane % 2u, t0 + lane / 2u < n_tok, step.pos + t0 + lane / 2u);
     var m = NEG;
     var l = 0.0;
+    var o: array<vec4<f32>, 32>;  // [HD / 16][2]: this lane's 8 columns of each block
     workgroupBarrier();
 
     let n_whole = (end - begin) / BK;
     for (var i = 0u; i < n_whole; i++) {
         let k0 = begin + i * BK;
         scores(kv0 + k0 * HD);
-        probabilities(row, k0, end, &m, &l);
+        let alpha = probabilities(row, k0, end, &m, &l);
         values_from_cache(kv0 + k0 * HD);
+        add_values(row, alpha, &o);
     }
     let k_last = begin + n_whole * BK;
     if (k_last < end) {
         scores(kv0 + k_last * HD);
-        probabilities(row, k_last, end, &m, &l);
+        let alpha = probabilities(row, k_last, end, &m, &l);
         values_staged(lane, kv0 + k_last * HD, k_last, end);
+        add_values(row, alpha, &o);
     }
 
-    if (row.half == 0u) {
-        factor[row.r] = l;
-    }
-    workgroupBarrier();
-    for (var i = lane; i < 16u * HD; i += 32u) {
-        let rr = i / HD;
-        let t = t0 + rr;
-        if (t < n_tok) {
-            out[(t * p.n_head + h) * HD + i % HD] = os[rr * LDO + i % HD] / factor[rr];
+    let t = t0 + row.r;
+    if (row.ok) {
+        for (var b = 0u; b < HD / 16u; b++) {
+            let at = (t * p.n_head + h) * HD + b * 16u + row.half * 8u;
+            for (var j = 0u; j < 2u; j++) {
+                let v = o[b * 2u + j] / l;
+                for (var e = 0u; e < 4u; e++) {
+                    out[at + j * 4u + e] = v[e];
+                }
+            }
         }
     }
 }
@@ -137,8 +140,8 @@ fn scores(kb: u32) {
 }
 
 // The tile's probabilities P = exp(S - m) into ps and the running max m and sum l of the lane's
-// row (the lane pair meets with one shuffle); the output rows rescaled by exp(m_old - m).
-fn probabilities(row: Row, k0: u32, end: u32, m: ptr<function, f32>, l: ptr<function, f32>) {
+// row (the lane pair meets with one shuffle); returns the row's factor exp(m_old - m).
+fn probabilities(row: Row, k0: u32, end: u32, m: ptr<function, f32>, l: ptr<function, f32>) -> f32 {
     var first = 0u;
     if (p.window > 0u && row.pos + 1u > p.window) {
         first = row.pos + 1u - p.window;
@@ -167,18 +170,23 @@ fn probabilities(row: Row, k0: u32, end: u32, m: ptr<function, f32>, l: ptr<func
     let alpha = exp(*m - new_m);
     *l = *l * alpha + sum + subgroupShuffleXor(sum, 1u);
     *m = new_m;
-    if (row.half == 0u) {
-        factor[row.r] = alpha;
-    }
     workgroupBarrier();
-    for (var i = row.r * 2u + row.half; i < 16u * HD; i += 32u) {
-        let rr = i / HD;
-        os[rr * LDO + i % HD] *= factor[rr];
-    }
-    workgroupBarrier();
+    return alpha;
 }
 
-// O += P V for a tile of 64 keys of the pass from cache index kb, V's fragments read from the cache.
+// O = O * alpha + the tile's P V (in pv), the lane's columns of its row.
+fn add_values(row: Row, alpha: f32, o: ptr<function, array<vec4<f32>, 32>>) {
+    for (var b = 0u; b < HD / 16u; b++) {
+        let at = b * 256u + row.r * 16u + row.half * 8u;
+        for (var j = 0u; j < 2u; j++) {
+            let v = vec4<f32>(pv[at + j * 4u], pv[at + j * 4u + 1u], pv[at + j * 4u + 2u], pv[at + j * 4u + 3u]);
+            (*o)[b * 2u + j] = (*o)[b * 2u + j] * alpha + v;
+        }
+    }
+}
+
+// The P V of a tile of 64 keys of the pass from cache index kb into pv, block by block, V's
+// fragments read from the cache.
 fn values_from_cache(kb: u32) {
     let p1 = 16u;
     let p2 = 32u;
@@ -188,24 +196,27 @@ fn values_from_cache(kb: u32) {
     let a2 = coopLoadT<coop_mat16x16<f16, A>>(&ps[p2], LDP);
     let a3 = coopLoadT<coop_mat16x16<f16, A>>(&ps[p3], LDP);
     for (var d0 = 0u; d0 < HD; d0 += 16u) {
-        let io = d0;
+        let io = d0 * 16u;
         let i0 = kb + d0;
         let i1 = i0 + 16u * HD;
         let i2 = i1 + 16u * HD;
         let i3 = i2 + 16u * HD;
-        var o = coopLoadT<coop_mat16x16<f32, C>>(&os[io], LDO);
+        var o = coop_mat16x16<f32, C>();
         o = coopMultiplyAdd(a0, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[i0], HD), o);
         o = coopMultiplyAdd(a1, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[i1], HD), o);
         o = coopMultiplyAdd(a2, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[i2], HD), o);
         o = coopMultiplyAdd(a3, coopLoadT<coop_mat16x16<f16, B>>(&v_cache[i3], HD), o);
-        coopStoreT(o, &os[io], LDO);
+        coopStoreT(o, &pv[io], 16u);
     }
     workgroupBarrier();
 }
 
-// O += P V for the last tile, keys k0 .. from cache index kb: each 16 keys' values staged in qs
-// (the queries are done with) with zeros from key `end` on.
+// The P V of the last tile, keys k0 .. from cache index kb, into pv: each 16 keys' values
+// staged in qs (the queries are done with) with zeros from key `end` on.
 fn values_staged(lane: u32, kb: u32, k0: u32, end: u32) {
+    for (var i = lane; i < 16u * HD; i += 32u) {
+        pv[i] = 0.0;
+    }
     for (var j = 0u; j < 4u; j++) {
         for (var i = lane; i < 16u * HD; i += 32u) {
             let key = k0 + j * 16u + i / HD;
@@ -215,10 +226,11 @@ fn values_staged(lane: u32, kb: u32, k0: u32, end: u32) {
         let ip = j * 16u;
         let a = coopLoadT<coop_mat16x16<f16, A>>(&ps[ip], LDP);
         for (var d0 = 0u; d0 < HD; d0 += 16u) {
-            let io = d0;
-            var o = coopLoadT<coop_mat16x16<f32, C>>(&os[io], LDO);
-            o = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&qs[io], LDQ), o);
-            coopStoreT(o, &os[io], LDO);
+            let io = d0 * 16u;
+            let iq = d0;
+            var o = coopLoadT<coop_mat16x16<f32, C>>(&pv[io], 16u);
+            o = coopMultiplyAdd(a, coopLoadT<coop_mat16x16<f16, B>>(&qs[iq], LDQ), o);
+            coopStoreT(o, &pv[io], 16u);
         }
         workgroupBarrier();
     }
