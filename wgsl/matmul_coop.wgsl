@@ -23,8 +23,8 @@
 const TM: u32 = 64u;     // weight rows of the tile (Y's columns)
 const TN: u32 = 128u;    // tokens of the tile
 
-var<workgroup> xs: array<f16, 5120>;   // [TN][LDS] activations
-var<workgroup> ws: array<f16, 2560>;   // [TM][LDS] weights
+var<workgroup> xs: array<vec4<f16>, 1280>;   // [TN][LDV] activations
+var<workgroup> ws: array<vec4<f16>, 640>;   // [TM][LDV] weights
 var<workgroup> cs: array<f32, 2048>;   // [subgroup][16][16] a result fragment each
 
 @compute @workgroup_size(256)
@@ -74,14 +74,14 @@ fn main(
 
         for (var kk = 0u; kk < TK; kk += 16u) {
             // naga's SPIR-V wants each pointer's index a value of its own.
-            let ia0 = st * LDS + kk;
-            let ia1 = ia0 + 16u * LDS;
-            let ib0 = sr * LDS + kk;
-            let ib1 = ib0 + 16u * LDS;
-            let x0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia0], LDS);
-            let x1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia1], LDS);
-            let w0 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib0], LDS);
-            let w1 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib1], LDS);
+            let ia0 = st * LDV + kk / 4u;
+            let ia1 = ia0 + 16u * LDV;
+            let ib0 = sr * LDV + kk / 4u;
+            let ib1 = ib0 + 16u * LDV;
+            let x0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia0], LDV);
+            let x1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia1], LDV);
+            let w0 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib0], LDV);
+            let w1 = coopLoad<coop_mat16x16<f16, B>>(&ws[ib1], LDV);
             a00 = coopMultiplyAdd(x0, w0, a00);
             a01 = coopMultiplyAdd(x0, w1, a01);
             a10 = coopMultiplyAdd(x1, w0, a10);

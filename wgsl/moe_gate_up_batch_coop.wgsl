@@ -19,8 +19,8 @@
 const TR: u32 = 32u;     // output rows of the tile (gate rows, and as many up rows)
 const TN: u32 = 128u;    // tokens of a tile
 
-var<workgroup> ws: array<f16, 2560>;   // [2 TR][LDS] gate rows, then up rows
-var<workgroup> xs: array<f16, 5120>;   // [TN][LDS] the gathered token rows
+var<workgroup> ws: array<vec4<f16>, 640>;   // [2 TR][LDV] gate rows, then up rows
+var<workgroup> xs: array<vec4<f16>, 1280>;   // [TN][LDV] the gathered token rows
 var<workgroup> cs: array<f32, 4096>;   // [subgroup][gate, up][16][16]; cs[0..2] first passes
                                        // the expert's list (first, count) to every thread
 
@@ -78,14 +78,14 @@ fn main(
             }
             for (var kk = 0u; kk < TK; kk += 16u) {
                 // naga's SPIR-V wants each pointer's index a value of its own.
-                let ia0 = st * LDS + kk;
-                let ia1 = ia0 + 16u * LDS;
-                let ig = sr * LDS + kk;
-                let iu = ig + TR * LDS;
-                let x0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia0], LDS);
-                let x1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia1], LDS);
-                let w_gate = coopLoad<coop_mat16x16<f16, B>>(&ws[ig], LDS);
-                let w_up = coopLoad<coop_mat16x16<f16, B>>(&ws[iu], LDS);
+                let ia0 = st * LDV + kk / 4u;
+                let ia1 = ia0 + 16u * LDV;
+                let ig = sr * LDV + kk / 4u;
+                let iu = ig + TR * LDV;
+                let x0 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia0], LDV);
+                let x1 = coopLoadT<coop_mat16x16<f16, A>>(&xs[ia1], LDV);
+                let w_gate = coopLoad<coop_mat16x16<f16, B>>(&ws[ig], LDV);
+                let w_up = coopLoad<coop_mat16x16<f16, B>>(&ws[iu], LDV);
                 g0 = coopMultiplyAdd(x0, w_gate, g0);
                 u0 = coopMultiplyAdd(x0, w_up, u0);
                 g1 = coopMultiplyAdd(x1, w_gate, g1);

@@ -5,11 +5,12 @@
 // column-major), the activations token-major (A, row-major). A thread dequantizes one unit of 8
 // weights and converts four vec4s of activations a step; the next step's go into registers while
 // the current tiles are multiplied.
-// Include-only; the includer declares `var<workgroup> ws: array<f16, 2560>` ([64][LDS]) and
-// `var<workgroup> xs: array<f16, ...>` ([tokens][LDS]), and includes a weight type's dequant8.
+// Include-only; the includer declares `var<workgroup> ws: array<vec4<f16>, 640>` ([64][LDV]) and
+// `var<workgroup> xs: array<vec4<f16>, ...>` ([tokens][LDV]), and includes a weight type's dequant8.
 
 const TK: u32 = 32u;     // columns a k step
 const LDS: u32 = 40u;    // f16 stride of a staged row: TK + 8
+const LDV: u32 = LDS / 4u;  // the same in vec4<f16>s, the tiles' element: one store a vec4
 
 // The 8 weights of unit `wu` of the k step at column k of the weight row whose first block is
 // `wb`; zeros for rows past the matrix (`ok` false).
@@ -23,28 +24,15 @@ fn coop_load_w8(ok: bool, wb: u32, wu: u32, k: u32) -> array<vec4<f32>, 2> {
 
 // Stores them as columns 8 wu .. 8 wu + 7 of tile row wr.
 fn coop_stage_w8(wr: u32, wu: u32, v: array<vec4<f32>, 2>) {
-    let o = wr * LDS + wu * 8u;
-    let lo = vec4<f16>(v[0]);
-    let hi = vec4<f16>(v[1]);
-    ws[o] = lo.x;
-    ws[o + 1u] = lo.y;
-    ws[o + 2u] = lo.z;
-    ws[o + 3u] = lo.w;
-    ws[o + 4u] = hi.x;
-    ws[o + 5u] = hi.y;
-    ws[o + 6u] = hi.z;
-    ws[o + 7u] = hi.w;
+    let o = wr * LDV + wu * 2u;
+    ws[o] = vec4<f16>(v[0]);
+    ws[o + 1u] = vec4<f16>(v[1]);
 }
 
 // Stores the activations vs[i] as columns 4 (xc + 2 i) .. of tile token xt, i = 0..3 (a token
 // row's 8 vec4s of the step between two threads).
 fn coop_stage_x16(xt: u32, xc: u32, vs: array<vec4<f32>, 4>) {
     for (var i = 0u; i < 4u; i++) {
-        let o = xt * LDS + (xc + 2u * i) * 4u;
-        let v = vec4<f16>(vs[i]);
-        xs[o] = v.x;
-        xs[o + 1u] = v.y;
-        xs[o + 2u] = v.z;
-        xs[o + 3u] = v.w;
+        xs[xt * LDV + xc + 2u * i] = vec4<f16>(vs[i]);
     }
 }
