@@ -1,6 +1,6 @@
 // The workgroup-memory tiles of the cooperative-matrix products (matmul_coop.wgsl,
 // moe_gate_up_batch_coop.wgsl, moe_down_batch_coop.wgsl): each k step of TK columns stages 64
-// weight rows in `ws` and the tile's token rows in `xs`, as f16 rows of LDS elements (16-byte
+// weight rows in `ws` and the tile's token rows in `xs`, as rows of LDV vec4<f16>s (16-byte
 // aligned, as the fragments' loads want): the weights row-major as W is stored (so B = W^T is
 // column-major), the activations token-major (A, row-major). A thread dequantizes one unit of 8
 // weights and converts four vec4s of activations a step; the next step's go into registers while
@@ -9,8 +9,7 @@
 // `var<workgroup> xs: array<vec4<f16>, ...>` ([tokens][LDV]), and includes a weight type's dequant8.
 
 const TK: u32 = 32u;     // columns a k step
-const LDS: u32 = 40u;    // f16 stride of a staged row: TK + 8
-const LDV: u32 = LDS / 4u;  // the same in vec4<f16>s, the tiles' element: one store a vec4
+const LDV: u32 = 10u;    // vec4<f16>s a staged row: TK / 4 + 2 (the tiles' element: one store a vec4)
 
 // The 8 weights of unit `wu` of the k step at column k of the weight row whose first block is
 // `wb`; zeros for rows past the matrix (`ok` false).
