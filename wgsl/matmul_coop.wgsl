@@ -1,6 +1,7 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/mat_io.wgsl
 // tandem:include common/coop_stage.wgsl
+// tandem:include common/coop_w8.wgsl
 // tandem:per-qtype
 // tandem:coop
 //
@@ -12,16 +13,21 @@
 // its 8 subgroups of 32 threads each own 32 tokens x 32 rows, 2 x 2 accumulator fragments. Each
 // k step of 32 columns stages the 128x32 activation tile (as f16, token-major: fragment A,
 // row-major) and the dequantized 64x32 weight tile (as f16, row-major in W, so column-major as
-// fragment B = W^T) in workgroup memory, each thread converting 16 activations and dequantizing
-// one unit of 8 weights (each weight serves 128 tokens: dequantization was the limit at 64); the
-// next step's are loaded into registers while this one is multiplied (2 x 2 x 2 fragment
-// products a subgroup). Each result fragment goes through the subgroup's 16x16 of workgroup
+// fragment B = W^T) in workgroup memory, each thread loading 16 activations (two 16-byte loads
+// of x as f16, which to_f16.wgsl converted once for all tiles: the loads a thread waits on each
+// step bound these kernels, bench/RESULTS.md "Twenty-first session") and dequantizing one unit of
+// 8 weights (each weight serves 128 tokens: dequantization was the limit at 64); the next step's
+// are loaded into registers while this one is multiplied (2 x 2 x 2 fragment products a
+// subgroup). Each result fragment goes through the subgroup's 16x16 of workgroup
 // memory so that the epilogue (bias, accumulate, bounds) is the plain kernels' `store_out`.
 // 23 KiB of workgroup memory in all. The staging: common/coop_stage.wgsl.
-// X is rounded to f16 on the way in, as llama.cpp's cooperative-matrix kernels do.
+// X is rounded to f16 (by to_f16.wgsl), as llama.cpp's cooperative-matrix kernels do.
 
 const TM: u32 = 64u;     // weight rows of the tile (Y's columns)
 const TN: u32 = 128u;    // tokens of the tile
+
+@group(0) @binding(8) var<storage, read> xh: array<vec4<u32>>;   // x as f16, 8 a vec4 (to_f16.wgsl)
+@group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 var<workgroup> xs: array<vec4<f16>, 1280>;   // [TN][LDV] activations
 var<workgroup> ws: array<vec4<f16>, 640>;   // [TM][LDV] weights
@@ -38,12 +44,12 @@ fn main(
     let row0 = wg.x * TM;
     let tok0 = wg.y * TN;
     let bpr = p.n_cols / QK;
-    let cols4 = p.n_cols / 4u;
+    let cols8 = p.n_cols / 8u;
     // This subgroup's part: tokens st .. st + 31, rows sr .. sr + 31 (tile-relative).
     let st = (sg / 2u) * 32u;
     let sr = (sg % 2u) * 32u;
-    // Staging: weight row wr, unit wu of 8 columns; activation token xt, vec4 columns xc,
-    // xc + 2, xc + 4, xc + 6.
+    // Staging: weight row wr, unit wu of 8 columns; activation token xt, 8-column chunks xc
+    // and xc + 2.
     let wr = lid / 4u;
     let wu = lid % 4u;
     let w_ok = row0 + wr < p.n_rows;
@@ -51,25 +57,30 @@ fn main(
     let xt = lid / 2u;
     let xc = lid % 2u;
     let x_ok = tok0 + xt < n_tok;
-    let xo = (tok0 + xt) * cols4 + xc;
+    let xo = (tok0 + xt) * cols8 + xc;
 
     var a00 = coop_mat16x16<f32, C>();
     var a01 = coop_mat16x16<f32, C>();
     var a10 = coop_mat16x16<f32, C>();
     var a11 = coop_mat16x16<f32, C>();
 
-    var wv = coop_load_w8(w_ok, wb, wu, 0u);
+    var wq = coop_w8(w_ok, wb, wu, 0u);
     var xv = load_x(x_ok, xo);
 
     for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
-        coop_stage_w8(wr, wu, wv);
-        coop_stage_x16(xt, xc, xv);
+        coop_stage_w8(wr, wu, wq);
+        for (var i = 0u; i < 2u; i++) {
+            let o = xt * LDV + 2u * (xc + 2u * i);
+            // Exact: f16 -> f32 -> f16 (naga has no bitcast<vec2<f16>>).
+            xs[o] = vec4<f16>(vec4<f32>(unpack2x16float(xv[i].x), unpack2x16float(xv[i].y)));
+            xs[o + 1u] = vec4<f16>(vec4<f32>(unpack2x16float(xv[i].z), unpack2x16float(xv[i].w)));
+        }
         workgroupBarrier();
 
         let kn = k0 + TK;
         if (kn < p.n_cols) {
-            wv = coop_load_w8(w_ok, wb, wu, kn);
-            xv = load_x(x_ok, xo + kn / 4u);
+            wq = coop_w8(w_ok, wb, wu, kn);
+            xv = load_x(x_ok, xo + kn / 8u);
         }
 
         for (var kk = 0u; kk < TK; kk += 16u) {
@@ -124,11 +135,11 @@ fn emit(cb: u32, lane: u32, t0: u32, r0: u32, n_tok: u32) {
     }
 }
 
-// Vec4s xo, xo + 2, xo + 4, xo + 6 of the activations (zeros past the pass).
-fn load_x(ok: bool, xo: u32) -> array<vec4<f32>, 4> {
-    var v = array<vec4<f32>, 4>();
-    for (var i = 0u; i < 4u; i++) {
-        v[i] = select(vec4<f32>(0.0), x[select(0u, xo + 2u * i, ok)], ok);
+// 8-value chunks xo and xo + 2 of the f16 activations, 16 bytes a load (zeros past the pass).
+fn load_x(ok: bool, xo: u32) -> array<vec4<u32>, 2> {
+    var v = array<vec4<u32>, 2>();
+    for (var i = 0u; i < 2u; i++) {
+        v[i] = select(vec4<u32>(0u), xh[select(0u, xo + 2u * i, ok)], ok);
     }
     return v;
 }

@@ -1,6 +1,7 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/moe_down_batch_io.wgsl
 // tandem:include common/coop_stage.wgsl
+// tandem:include common/coop_w8.wgsl
 // tandem:per-qtype
 // tandem:coop
 //
@@ -16,6 +17,8 @@
 
 const TM: u32 = 64u;     // weight rows of the tile
 const TN: u32 = 128u;    // slots of a tile
+
+@group(0) @binding(6) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 var<workgroup> ws: array<vec4<f16>, 640>;   // [TM][LDV] weights
 var<workgroup> xs: array<vec4<f16>, 1280>;   // [TN][LDV] the gathered h rows
@@ -61,16 +64,16 @@ fn main(
         var a01 = coop_mat16x16<f32, C>();
         var a10 = coop_mat16x16<f32, C>();
         var a11 = coop_mat16x16<f32, C>();
-        var wv = coop_load_w8(w_ok, wb, wu, 0u);
+        var wq = coop_w8(w_ok, wb, wu, 0u);
         var xv = load_h(x_ok, xo);
         for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
             workgroupBarrier();  // the last step's (or the last tile's epilogue's) reads are done
-            coop_stage_w8(wr, wu, wv);
+            coop_stage_w8(wr, wu, wq);
             coop_stage_x16(xt, xc, xv);
             workgroupBarrier();
             let kn = k0 + TK;
             if (kn < p.n_cols) {
-                wv = coop_load_w8(w_ok, wb, wu, kn);
+                wq = coop_w8(w_ok, wb, wu, kn);
                 xv = load_h(x_ok, xo + kn / 4u);
             }
             for (var kk = 0u; kk < TK; kk += 16u) {

@@ -2,6 +2,7 @@
 // tandem:include common/act.wgsl
 // tandem:include common/moe_gate_up_batch_io.wgsl
 // tandem:include common/coop_stage.wgsl
+// tandem:include common/coop_w8.wgsl
 // tandem:per-qtype
 // tandem:coop
 //
@@ -18,6 +19,8 @@
 
 const TR: u32 = 32u;     // output rows of the tile (gate rows, and as many up rows)
 const TN: u32 = 128u;    // tokens of a tile
+
+@group(0) @binding(5) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 var<workgroup> ws: array<vec4<f16>, 640>;   // [2 TR][LDV] gate rows, then up rows
 var<workgroup> xs: array<vec4<f16>, 1280>;   // [TN][LDV] the gathered token rows
@@ -64,16 +67,16 @@ fn main(
         var g1 = coop_mat16x16<f32, C>();
         var u0 = coop_mat16x16<f32, C>();
         var u1 = coop_mat16x16<f32, C>();
-        var wv = coop_load_w8(w_ok, wb, wu, 0u);
+        var wq = coop_w8(w_ok, wb, wu, 0u);
         var xv = load_x(x_ok, xo);
         for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
             workgroupBarrier();  // the last step's (or the last tile's epilogue's) reads are done
-            coop_stage_w8(wr, wu, wv);
+            coop_stage_w8(wr, wu, wq);
             coop_stage_x16(xt, xc, xv);
             workgroupBarrier();
             let kn = k0 + TK;
             if (kn < p.n_cols) {
-                wv = coop_load_w8(w_ok, wb, wu, kn);
+                wq = coop_w8(w_ok, wb, wu, kn);
                 xv = load_x(x_ok, xo + kn / 4u);
             }
             for (var kk = 0u; kk < TK; kk += 16u) {

@@ -7,6 +7,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::dispatch::{
     f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, When, IN2_OUT_LAYOUT,
+    IN_OUT_LAYOUT,
 };
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
@@ -109,8 +110,9 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "matmul_coop",
         layout: MAT_LAYOUT,
-        // As the matmul's.
-        unused: &[6, 7, 8],
+        // As the matmul's, but it reads x as f16 (binding 8, `MatOpts::x_f16`) instead of x, and
+        // the weights' wide view (binding 7).
+        unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[],
     },
@@ -136,6 +138,13 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG), ("MAX_TOKENS", SMALL_TOKENS[2])],
+    },
+    KernelBinds {
+        stem: "to_f16",
+        layout: IN_OUT_LAYOUT,
+        unused: &[],
+        uniforms: &[(2, size_of::<ToF16Params>()), (3, size_of::<StepUniform>())],
+        constants: &[],
     },
     KernelBinds {
         stem: "quantize_q8",
@@ -175,6 +184,11 @@ pub struct MatOpts<'a> {
     /// take matvec_batch_q8.wgsl, which reads it instead of x, for the weight chunks whose type
     /// [`takes_small_q8`]; `None` keeps them on the f32 matvec_batch.wgsl.
     pub x_q8: Option<&'a wgpu::Buffer>,
+    /// Room for x as f16 (`n_tokens * n_cols` halves; the same buffer as `x_q8` where both are
+    /// given, bound at the same place): on an adapter with matrix units, the passes of more than
+    /// [`MATVEC_BATCH`] tokens convert x into it ([`to_f16`]) and take matmul_coop.wgsl, which
+    /// reads it; `None` keeps them on the f32 matmul.wgsl.
+    pub x_f16: Option<&'a wgpu::Buffer>,
 }
 
 impl Default for MatOpts<'_> {
@@ -188,6 +202,7 @@ impl Default for MatOpts<'_> {
             when: When::Always,
             matvec: None,
             x_q8: None,
+            x_f16: None,
         }
     }
 }
@@ -205,8 +220,8 @@ fn check_cols(w: &GpuWeight) -> Result<()> {
 /// The matmul for passes of more than [`MATVEC_BATCH`] tokens and the tokens of its tile: on the
 /// adapter's matrix units where it has them (matmul_coop.wgsl), else the register-blocked f32
 /// tiles (matmul.wgsl). Both tiles have [`MATMUL_TILE`] rows.
-fn matmul_kernel(gpu: &Gpu) -> (&'static str, u32) {
-    if gpu.features.coop {
+fn matmul_kernel(gpu: &Gpu, x_f16: bool) -> (&'static str, u32) {
+    if gpu.features.coop && x_f16 {
         ("matmul_coop", 2 * MATMUL_TILE)
     } else {
         ("matmul", MATMUL_TILE)
@@ -256,6 +271,10 @@ pub fn mat(
         ));
     }
     let mut out = Vec::new();
+    let coop = gpu.features.coop && opts.x_f16.is_some();
+    if let Some(xh) = opts.x_f16.filter(|_| coop) {
+        out.push(to_f16(gpu, x, xh, step, w.n_cols, opts.rows, opts.when)?);
+    }
     for chunk in &w.chunks {
         let q = qtype_suffix(chunk.ty)?;
         let shape = opts
@@ -296,7 +315,7 @@ pub fn mat(
                 )
             }
         };
-        let (matmul, matmul_tokens) = matmul_kernel(gpu);
+        let (matmul, matmul_tokens) = matmul_kernel(gpu, coop);
         let matmul = gpu.pipeline(&key(format!("{matmul}_{q}"), MAT_LAYOUT))?;
         let params = MatParams {
             n_rows: chunk.n_rows,
@@ -322,7 +341,7 @@ pub fn mat(
                 step,
                 opts.norm.map_or(dummy, |n| n.0),
                 &chunk.buffer,
-                opts.x_q8.unwrap_or(dummy),
+                opts.x_q8.or(opts.x_f16).unwrap_or(dummy),
             ],
         );
         let (rows, when) = (opts.rows, opts.when);
@@ -358,6 +377,44 @@ pub fn mat(
         });
     }
     Ok(out)
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ToF16Params {
+    n_cols: u32,
+    rows_mode: u32,
+    _pad: [u32; 2],
+}
+
+/// `xh` = the rows `rows` of `x` (`[rows, n_cols]`, f32) as f16 (to_f16.wgsl), for the passes
+/// `mat` gives matmul_coop.wgsl (more than [`MATVEC_BATCH`] tokens, admitted by `when`).
+fn to_f16(
+    gpu: &Gpu,
+    x: &wgpu::Buffer,
+    xh: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    n_cols: u32,
+    rows: Rows,
+    when: When,
+) -> Result<Dispatch> {
+    let params = ToF16Params {
+        n_cols,
+        rows_mode: rows.mode(),
+        _pad: [0; 2],
+    };
+    let pbuf = gpu.uniform("to_f16", &params);
+    let cols4 = n_cols / 4;
+    Ok(Dispatch {
+        label: "to_f16".into(),
+        pipelines: vec![gpu.pipeline(&key("to_f16".into(), IN_OUT_LAYOUT))?],
+        bind_group: gpu.bind_group(IN_OUT_LAYOUT, &[x, xh, &pbuf, step]),
+        grid: Box::new(move |s| {
+            let n = rows.count(s);
+            (when.admits(s) && n > MATVEC_BATCH).then(|| (0, grid_2d((n * cols4).div_ceil(256))))
+        }),
+        cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * n_cols as u64))),
+    })
 }
 
 #[repr(C)]

@@ -265,12 +265,15 @@ pub fn down(
     Ok(out)
 }
 
+/// (weights, x, h, lists, parameters, the weights again as 16-byte runs: the matrix units'
+/// twin's wide loads).
 const GATE_UP_BATCH_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
     Binding::ReadWrite,
     Binding::Read,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -322,7 +325,7 @@ pub fn gate_up_batch(
                 gpu,
                 format!("{} batch", ex.name),
                 &key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT),
-                &[&c.buffer, x, h, lists, &pbuf],
+                &[&c.buffer, x, h, lists, &pbuf, &c.buffer],
                 When::MoreThan(PER_ROUTE_MAX),
                 move |_| [n_ff.div_ceil(32), n_exp, 1],
             )?
@@ -344,6 +347,8 @@ pub fn gate_up_batch(
     Ok(out)
 }
 
+/// (weights, h, o, lists, routes, parameters, the weights again as 16-byte runs: the matrix
+/// units' twin's wide loads).
 const DOWN_BATCH_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
@@ -351,6 +356,7 @@ const DOWN_BATCH_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
     Binding::Uniform,
+    Binding::Read,
 ];
 
 #[repr(C)]
@@ -385,14 +391,16 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "moe_gate_up_batch",
         layout: GATE_UP_BATCH_LAYOUT,
-        unused: &[],
+        // The bind group is shared with the matrix units' twin, which alone reads binding 5.
+        unused: &[5],
         uniforms: &[(4, size_of::<GateUpBatchParams>())],
         constants: &[],
     },
     KernelBinds {
         stem: "moe_down_batch",
         layout: DOWN_BATCH_LAYOUT,
-        unused: &[],
+        // The bind group is shared with the matrix units' twin, which alone reads binding 6.
+        unused: &[6],
         uniforms: &[(5, size_of::<DownBatchParams>())],
         constants: &[],
     },
@@ -452,7 +460,7 @@ pub fn down_batch(
                 gpu,
                 format!("{} batch", ex.name),
                 &key(format!("moe_down_batch_{q}"), DOWN_BATCH_LAYOUT),
-                &[&c.buffer, h, o, lists, route, &pbuf],
+                &[&c.buffer, h, o, lists, route, &pbuf, &c.buffer],
                 When::MoreThan(PER_ROUTE_MAX),
                 move |_| [n_rows.div_ceil(64), n_exp, 1],
             )?

@@ -294,14 +294,14 @@ impl Activations {
             tokens: s("tokens", b)?,
             x: s("x", b * c.n_embd as u64)?,
             xn: s("xn", b * c.n_embd as u64)?,
-            // Every matrix input: n_embd, q_dim, n_ff, the MTP layer's [e | h].
-            x_q8: gpu.storage(
-                "x_q8",
-                kernels::q8_bytes(
-                    opts.ubatch.min(kernels::mat::MATVEC_BATCH),
-                    (2 * c.n_embd).max(q_dim as u32).max(n_ff as u32),
-                ),
-            )?,
+            // Every matrix input: n_embd, q_dim, n_ff, the MTP layer's [e | h]; quantized for
+            // the small passes, as f16 for the long ones on the matrix units.
+            x_q8: gpu.storage("x_q8", {
+                let cols = (2 * c.n_embd).max(q_dim as u32).max(n_ff as u32);
+                let q8 = kernels::q8_bytes(opts.ubatch.min(kernels::mat::MATVEC_BATCH), cols);
+                let f16 = if gpu.features.coop { b * cols as u64 * 2 } else { 0 };
+                q8.max(f16)
+            })?,
             tmp: s("tmp", b * c.n_embd as u64)?,
             qkv: s("qkv", b * (q_dim + 2 * kv_dim))?,
             attn: s("attn", b * q_dim)?,

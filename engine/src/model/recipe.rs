@@ -288,7 +288,13 @@ impl<'a> Recorder<'a> {
         opts: &MatOpts,
     ) -> Result<()> {
         let a = self.a;
-        let opts = MatOpts { x_q8, ..*opts };
+        // x_q8 also holds x as f16 for the long passes on the matrix units (kernels::mat's
+        // to_f16): each pass writes it in one form only.
+        let opts = MatOpts {
+            x_q8,
+            x_f16: Some(&a.x_q8),
+            ..*opts
+        };
         let d = kernels::mat(self.gpu, w, x, y, &a.step, &a.dummy, &opts)?;
         self.d.extend(d);
         Ok(())

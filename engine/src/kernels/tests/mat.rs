@@ -215,6 +215,14 @@ fn coop_path(gpu: &Gpu, n: usize) -> bool {
     n > crate::kernels::mat::MATVEC_BATCH as usize && gpu.features.coop
 }
 
+/// Room for `n` tokens of `cols` activations as f16 where the adapter has matrix units: given as
+/// `MatOpts::x_f16`, the long passes take matmul_coop.wgsl (`coop_path`).
+fn x_f16_room(gpu: &Gpu, n: usize, cols: usize) -> Option<wgpu::Buffer> {
+    gpu.features
+        .coop
+        .then(|| gpu.storage("x_f16", (n * cols * 2) as u64).unwrap())
+}
+
 fn f16_round(v: &[f32]) -> Vec<f32> {
     v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect()
 }
@@ -284,6 +292,7 @@ async fn mat_every_type_and_shape() {
                 let xb = upload(&gpu, "x", &x);
                 let bb = upload(&gpu, "bias", &bias);
                 let yb = upload(&gpu, "y", &y0);
+                let xh = x_f16_room(&gpu, n, cols);
                 let d = kernels::mat(
                     &gpu,
                     &gw,
@@ -294,6 +303,7 @@ async fn mat_every_type_and_shape() {
                     &MatOpts {
                         bias: Some(&bb),
                         accumulate: true,
+                        x_f16: xh.as_ref(),
                         ..Default::default()
                     },
                 )
@@ -480,6 +490,7 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                 let xb = upload(&gpu, "x", &x);
                 let bb = upload(&gpu, "bias", &bias);
                 let yb = upload(&gpu, "y", &y0);
+                let xh = x_f16_room(&gpu, n, cols);
                 let d = kernels::mat(
                     &gpu,
                     &gw,
@@ -492,11 +503,16 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
                         accumulate,
                         y_stride: (extra > 0).then_some(stride as u32),
                         matvec: shape,
+                        x_f16: xh.as_ref(),
                         ..Default::default()
                     },
                 )
                 .unwrap();
-                assert_eq!(d.len(), splits.len() + 1, "one dispatch per chunk");
+                assert_eq!(
+                    d.len(),
+                    splits.len() + 1 + xh.is_some() as usize,
+                    "one dispatch per chunk, and to_f16 where x_f16 is given"
+                );
                 let s = StepInfo::new(n as u32, 0, 1);
                 run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
                 let got = read(&gpu, &yb, n * stride).await;
@@ -660,6 +676,7 @@ async fn mat_output_rows_every_type() {
             let y0 = random_f32(ti as u64 + 1, n_tokens * rows, 1.0);
             let xb = upload(&gpu, "x", &x);
             let yb = upload(&gpu, "y", &y0);
+            let xh = x_f16_room(&gpu, n_tokens, cols);
             let d = kernels::mat(
                 &gpu,
                 &gw,
@@ -669,6 +686,7 @@ async fn mat_output_rows_every_type() {
                 &dummy,
                 &MatOpts {
                     rows: Rows::Out,
+                    x_f16: xh.as_ref(),
                     ..Default::default()
                 },
             )
