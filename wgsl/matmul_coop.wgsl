@@ -65,22 +65,17 @@ fn main(
     var a11 = coop_mat16x16<f32, C>();
 
     var wq = coop_w8(w_ok, wb, wu, 0u);
-    var xv = load_x(x_ok, xo);
+    var xv = coop_load_x16(x_ok, xo);
 
     for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
         coop_stage_w8(wr, wu, wq);
-        for (var i = 0u; i < 2u; i++) {
-            let o = xt * LDV + 2u * (xc + 2u * i);
-            // Exact: f16 -> f32 -> f16 (naga has no bitcast<vec2<f16>>).
-            xs[o] = vec4<f16>(vec4<f32>(unpack2x16float(xv[i].x), unpack2x16float(xv[i].y)));
-            xs[o + 1u] = vec4<f16>(vec4<f32>(unpack2x16float(xv[i].z), unpack2x16float(xv[i].w)));
-        }
+        coop_stage_x16(xt, xc, xv);
         workgroupBarrier();
 
         let kn = k0 + TK;
         if (kn < p.n_cols) {
             wq = coop_w8(w_ok, wb, wu, kn);
-            xv = load_x(x_ok, xo + kn / 8u);
+            xv = coop_load_x16(x_ok, xo + kn / 8u);
         }
 
         for (var kk = 0u; kk < TK; kk += 16u) {
@@ -133,13 +128,4 @@ fn emit(cb: u32, lane: u32, t0: u32, r0: u32, n_tok: u32) {
             store_out(t0 + t, r0 + c, cs[cb + t * 16u + c]);
         }
     }
-}
-
-// 8-value chunks xo and xo + 2 of the f16 activations, 16 bytes a load (zeros past the pass).
-fn load_x(ok: bool, xo: u32) -> array<vec4<u32>, 2> {
-    var v = array<vec4<u32>, 2>();
-    for (var i = 0u; i < 2u; i++) {
-        v[i] = select(vec4<u32>(0u), xh[select(0u, xo + 2u * i, ok)], ok);
-    }
-    return v;
 }

@@ -15,6 +15,8 @@
 // registers, skipping the FMAs where its slots are past the expert's; the next k step's
 // weights and h are loaded into registers while the current tiles are multiplied.
 
+@group(0) @binding(1) var<storage, read> h: array<vec4<f32>>;        // [n_tokens * k, n_cols]
+
 const TM: u32 = 64u;
 const TN: u32 = 64u;
 const TK: u32 = 32u;

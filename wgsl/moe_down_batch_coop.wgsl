@@ -7,8 +7,8 @@
 //
 // o[s, r] = weight_s * (D_e[r, :] . h[s, :]) for every route slot s = t * k + j of a batched
 // pass, e = route[s].id, as moe_down_batch.wgsl computes it, on the adapter's matrix units (f16
-// operands, f32 accumulation; `GpuFeatures::coop`). The sum over a token's k slots and the
-// residual add follow in moe_combine.wgsl.
+// operands, f32 accumulation; `GpuFeatures::coop`), h as f16 (moe_gate_up_batch_coop.wgsl's).
+// The sum over a token's k slots and the residual add follow in moe_combine.wgsl.
 // Work split: a workgroup per (64-row tile, expert of this chunk): grid [n_rows / 64, n_exp];
 // experts with no slots exit at once. For each tile of 128 of the expert's slots, each k step
 // stages the 64 weight rows and the 128 gathered h rows as f16 (common/coop_stage.wgsl); each of
@@ -18,6 +18,7 @@
 const TM: u32 = 64u;     // weight rows of the tile
 const TN: u32 = 128u;    // slots of a tile
 
+@group(0) @binding(1) var<storage, read> xh: array<vec4<u32>>;  // h as f16, 8 a vec4: [n_tokens * k, n_cols]
 @group(0) @binding(6) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 var<workgroup> ws: array<vec4<f16>, 640>;   // [TM][LDV] weights
@@ -45,11 +46,11 @@ fn main(
     let head = p.n_expert + 1u;
     let row0 = wg.x * TM;
     let bpr = p.n_cols / QK;
-    let cols4 = p.n_cols / 4u;
+    let cols8 = p.n_cols / 8u;
     // This subgroup's part: slots st .. st + 31 of the tile, rows sr .. sr + 31.
     let st = (sg / 2u) * 32u;
     let sr = (sg % 2u) * 32u;
-    // Staging: weight row wr, unit wu; slot xt's vec4s xc, xc + 2, ..
+    // Staging: weight row wr, unit wu; slot xt's 8-column chunks xc and xc + 2.
     let wr = lid / 4u;
     let wu = lid % 4u;
     let w_ok = row0 + wr < p.n_rows;
@@ -59,13 +60,13 @@ fn main(
     let cb = sg * 256u;
     for (var t0 = 0u; t0 < count; t0 += TN) {
         let x_ok = t0 + xt < count;
-        let xo = lists[head + first + min(t0 + xt, count - 1u)] * cols4 + xc;
+        let xo = lists[head + first + min(t0 + xt, count - 1u)] * cols8 + xc;
         var a00 = coop_mat16x16<f32, C>();
         var a01 = coop_mat16x16<f32, C>();
         var a10 = coop_mat16x16<f32, C>();
         var a11 = coop_mat16x16<f32, C>();
         var wq = coop_w8(w_ok, wb, wu, 0u);
-        var xv = load_h(x_ok, xo);
+        var xv = coop_load_x16(x_ok, xo);
         for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
             workgroupBarrier();  // the last step's (or the last tile's epilogue's) reads are done
             coop_stage_w8(wr, wu, wq);
@@ -74,7 +75,7 @@ fn main(
             let kn = k0 + TK;
             if (kn < p.n_cols) {
                 wq = coop_w8(w_ok, wb, wu, kn);
-                xv = load_h(x_ok, xo + kn / 4u);
+                xv = coop_load_x16(x_ok, xo + kn / 8u);
             }
             for (var kk = 0u; kk < TK; kk += 16u) {
                 // naga's SPIR-V wants each pointer's index a value of its own.
@@ -124,13 +125,4 @@ fn emit(cb: u32, lane: u32, j0: u32, r0: u32, count: u32, first: u32, head: u32)
             o[s * p.n_rows + r0 + c] = bitcast<f32>(route[s * 2u + 1u]) * cs[cb + t * 16u + c];
         }
     }
-}
-
-// Vec4s xo, xo + 2, xo + 4, xo + 6 of h (zeros for slots past the expert's).
-fn load_h(ok: bool, xo: u32) -> array<vec4<f32>, 4> {
-    var v = array<vec4<f32>, 4>();
-    for (var i = 0u; i < 4u; i++) {
-        v[i] = select(vec4<f32>(0.0), h[xo + 2u * i], ok);
-    }
-    return v;
 }

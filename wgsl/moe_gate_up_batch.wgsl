@@ -18,6 +18,8 @@
 // expert's; the next k step's weights and x are loaded into registers while the current tiles
 // are multiplied.
 
+@group(0) @binding(2) var<storage, read_write> h: array<f32>;        // [n_tokens * k, n_ff]
+
 const TM: u32 = 32u;
 const TN: u32 = 64u;
 const TK: u32 = 32u;

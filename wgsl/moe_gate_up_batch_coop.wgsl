@@ -9,7 +9,8 @@
 // h[s, r] = act(G_e[r, :] . x[t, :]) * (U_e[r, :] . x[t, :]) for every route slot s = t * k + j
 // of a batched pass, e = route[s].id, as moe_gate_up_batch.wgsl computes it, on the adapter's
 // matrix units (f16 operands, f32 accumulation; `GpuFeatures::coop`). The token lists per expert
-// come from moe_sort.wgsl; x is already normalised.
+// come from moe_sort.wgsl; x is already normalised, and converted to f16 (to_f16.wgsl); h is
+// written as f16, which moe_down_batch_coop.wgsl rounds it to anyway.
 // Work split: a workgroup per (32-row tile, expert of this chunk): grid [n_ff / 32, n_exp];
 // experts with no tokens exit at once. For each tile of 128 of the expert's tokens, each k step
 // stages the tile's 32 gate rows then 32 up rows, and the 128 gathered token rows, as f16
@@ -20,7 +21,9 @@
 const TR: u32 = 32u;     // output rows of the tile (gate rows, and as many up rows)
 const TN: u32 = 128u;    // tokens of a tile
 
+@group(0) @binding(2) var<storage, read_write> h: array<f16>;     // [n_tokens * k, n_ff]
 @group(0) @binding(5) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
+@group(0) @binding(6) var<storage, read> xh: array<vec4<u32>>;  // x as f16, 8 a vec4 (to_f16.wgsl)
 
 var<workgroup> ws: array<vec4<f16>, 640>;   // [2 TR][LDV] gate rows, then up rows
 var<workgroup> xs: array<vec4<f16>, 1280>;   // [TN][LDV] the gathered token rows
@@ -47,11 +50,12 @@ fn main(
     let head = p.n_expert + 1u;
     let row0 = wg.x * TR;
     let bpr = p.n_cols / QK;
-    let cols4 = p.n_cols / 4u;
+    let cols8 = p.n_cols / 8u;
     // This subgroup's part: tokens st .. st + 31 of the tile, rows sr .. sr + 15.
     let st = (sg / 2u) * 32u;
     let sr = (sg % 2u) * 16u;
-    // Staging: tile row wr (gate rows 0..31, then up rows), unit wu; token xt's vec4s xc, + 2, ..
+    // Staging: tile row wr (gate rows 0..31, then up rows), unit wu; token xt's 8-column chunks
+    // xc and xc + 2.
     let wr = lid / 4u;
     let wu = lid % 4u;
     let half = wr / TR;
@@ -62,13 +66,13 @@ fn main(
     let cb = sg * 512u;
     for (var t0 = 0u; t0 < count; t0 += TN) {
         let x_ok = t0 + xt < count;
-        let xo = lists[head + first + min(t0 + xt, count - 1u)] / p.k * cols4 + xc;
+        let xo = lists[head + first + min(t0 + xt, count - 1u)] / p.k * cols8 + xc;
         var g0 = coop_mat16x16<f32, C>();
         var g1 = coop_mat16x16<f32, C>();
         var u0 = coop_mat16x16<f32, C>();
         var u1 = coop_mat16x16<f32, C>();
         var wq = coop_w8(w_ok, wb, wu, 0u);
-        var xv = load_x(x_ok, xo);
+        var xv = coop_load_x16(x_ok, xo);
         for (var k0 = 0u; k0 < p.n_cols; k0 += TK) {
             workgroupBarrier();  // the last step's (or the last tile's epilogue's) reads are done
             coop_stage_w8(wr, wu, wq);
@@ -77,7 +81,7 @@ fn main(
             let kn = k0 + TK;
             if (kn < p.n_cols) {
                 wq = coop_w8(w_ok, wb, wu, kn);
-                xv = load_x(x_ok, xo + kn / 4u);
+                xv = coop_load_x16(x_ok, xo + kn / 8u);
             }
             for (var kk = 0u; kk < TK; kk += 16u) {
                 // naga's SPIR-V wants each pointer's index a value of its own.
@@ -120,16 +124,7 @@ fn emit(cb: u32, lane: u32, j0: u32, r0: u32, count: u32, first: u32, head: u32)
         if (j0 + t < count) {
             let s = lists[head + first + j0 + t];
             let i = cb + t * 16u + c;
-            h[s * p.n_ff + r0 + c] = glu_act(cs[i], p.act) * cs[i + 256u];
+            h[s * p.n_ff + r0 + c] = f16(glu_act(cs[i], p.act) * cs[i + 256u]);
         }
     }
-}
-
-// Vec4s xo, xo + 2, xo + 4, xo + 6 of x (zeros for tokens past the expert's).
-fn load_x(ok: bool, xo: u32) -> array<vec4<f32>, 4> {
-    var v = array<vec4<f32>, 4>();
-    for (var i = 0u; i < 4u; i++) {
-        v[i] = select(vec4<f32>(0.0), x[xo + 2u * i], ok);
-    }
-    return v;
 }

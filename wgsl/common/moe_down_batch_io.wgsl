@@ -1,5 +1,6 @@
 // The parameters and bindings of the experts' batched down product, which moe_down_batch.wgsl
-// and moe_down_batch_coop.wgsl share (one bind group, `moe.rs`'s DownBatchParams). Include-only.
+// and moe_down_batch_coop.wgsl share (one bind group, `moe.rs`'s DownBatchParams); each declares
+// h (binding 1) itself: the matrix units' twin reads it as f16. Include-only.
 
 struct Params {
     n_rows: u32,    // n_embd
@@ -13,7 +14,6 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;              // [n_exp, n_rows, n_cols / QK] blocks
-@group(0) @binding(1) var<storage, read> h: array<vec4<f32>>;        // [n_tokens * k, n_cols]
 @group(0) @binding(2) var<storage, read_write> o: array<f32>;        // [n_tokens * k, n_rows]
 @group(0) @binding(3) var<storage, read> lists: array<u32>;          // moe_sort.wgsl's output
 @group(0) @binding(4) var<storage, read> route: array<u32>;          // [n_tokens * k, 2]

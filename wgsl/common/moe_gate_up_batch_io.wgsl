@@ -1,6 +1,7 @@
 // The parameters and bindings of the experts' batched gate/up product, which
 // moe_gate_up_batch.wgsl and moe_gate_up_batch_coop.wgsl share (one bind group, `moe.rs`'s
-// GateUpBatchParams). Include-only.
+// GateUpBatchParams); each declares h (binding 2) itself: the matrix units' twin writes it as
+// f16, for moe_down_batch_coop.wgsl. Include-only.
 
 struct Params {
     n_ff: u32,
@@ -15,6 +16,5 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;              // [n_exp, 2, n_ff, n_cols / QK] blocks
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;        // [n_tokens, n_cols]
-@group(0) @binding(2) var<storage, read_write> h: array<f32>;        // [n_tokens * k, n_ff]
 @group(0) @binding(3) var<storage, read> lists: array<u32>;          // moe_sort.wgsl's output
 @group(0) @binding(4) var<uniform> p: Params;

@@ -388,8 +388,9 @@ struct ToF16Params {
 }
 
 /// `xh` = the rows `rows` of `x` (`[rows, n_cols]`, f32) as f16 (to_f16.wgsl), for the passes
-/// `mat` gives matmul_coop.wgsl (more than [`MATVEC_BATCH`] tokens, admitted by `when`).
-fn to_f16(
+/// that take the products on the matrix units (more than [`MATVEC_BATCH`] tokens, admitted by
+/// `when`): matmul_coop.wgsl, moe_gate_up_batch_coop.wgsl.
+pub(crate) fn to_f16(
     gpu: &Gpu,
     x: &wgpu::Buffer,
     xh: &wgpu::Buffer,

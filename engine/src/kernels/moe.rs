@@ -17,9 +17,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::mat::to_f16;
 use super::{
-    f32s, grid_2d, key, qtype_suffix, Activation, Cost, Dispatch, MatvecShape, StepInfo, When,
-    IN_OUT_LAYOUT,
+    f32s, grid_2d, key, qtype_suffix, Activation, Cost, Dispatch, MatvecShape, Rows, StepInfo,
+    When, IN_OUT_LAYOUT,
 };
 #[cfg(test)]
 use super::{shape::MATVEC_WG, KernelBinds, StepUniform};
@@ -265,14 +266,15 @@ pub fn down(
     Ok(out)
 }
 
-/// (weights, x, h, lists, parameters, the weights again as 16-byte runs: the matrix units'
-/// twin's wide loads).
+/// (weights, x, h, lists, parameters; for the matrix units' twin: the weights again as 16-byte
+/// runs, x as f16).
 const GATE_UP_BATCH_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::Read,
     Binding::ReadWrite,
     Binding::Read,
     Binding::Uniform,
+    Binding::Read,
     Binding::Read,
 ];
 
@@ -291,12 +293,14 @@ struct GateUpBatchParams {
 
 /// Longer passes: `h[t k + j, :] = act(G_e x[t]) * (U_e x[t])` for every route, by expert
 /// (`lists` from [`sort`]). `x` is already normalised. One dispatch per chunk; prompt chunks on
-/// the matrix units where the adapter has them.
+/// the matrix units where the adapter has them, which read x as f16 from `xh` and write h as f16
+/// (for [`down_batch`]'s twin).
 #[allow(clippy::too_many_arguments)]
 pub fn gate_up_batch(
     gpu: &Gpu,
     ex: &GpuExperts,
     x: &wgpu::Buffer,
+    xh: &wgpu::Buffer,
     h: &wgpu::Buffer,
     lists: &wgpu::Buffer,
     r: &Routing,
@@ -325,7 +329,7 @@ pub fn gate_up_batch(
                 gpu,
                 format!("{} batch", ex.name),
                 &key(format!("moe_gate_up_batch_{q}"), GATE_UP_BATCH_LAYOUT),
-                &[&c.buffer, x, h, lists, &pbuf, &c.buffer],
+                &[&c.buffer, x, h, lists, &pbuf, &c.buffer, xh],
                 When::MoreThan(PER_ROUTE_MAX),
                 move |_| [n_ff.div_ceil(32), n_exp, 1],
             )?
@@ -391,8 +395,8 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "moe_gate_up_batch",
         layout: GATE_UP_BATCH_LAYOUT,
-        // The bind group is shared with the matrix units' twin, which alone reads binding 5.
-        unused: &[5],
+        // The bind group is shared with the matrix units' twin, which alone reads 5 and 6.
+        unused: &[5, 6],
         uniforms: &[(4, size_of::<GateUpBatchParams>())],
         constants: &[],
     },
@@ -513,7 +517,8 @@ pub struct MoeBuffers {
     pub logits: wgpu::Buffer, // [max_tokens, n_expert]
     pub route: wgpu::Buffer,  // [max_tokens, k, 2] u32
     pub lists: wgpu::Buffer,  // lists_len(n_expert, k, max_tokens) u32
-    pub h: wgpu::Buffer,      // [max_tokens * k, n_ff]
+    pub h: wgpu::Buffer,      // [max_tokens * k, n_ff], f16 in prompt chunks on the matrix units
+    pub xh: wgpu::Buffer,     // [max_tokens, n_embd] f16: those chunks' normalised x
     pub o: wgpu::Buffer,      // [max_tokens * k, n_embd]
 }
 
@@ -536,6 +541,14 @@ impl MoeBuffers {
             route: gpu.storage("moe route", slots * 8)?,
             lists: gpu.storage("moe lists", lists_len(r.n_expert, r.k, max_tokens) * 4)?,
             h: gpu.storage("moe h", slots * n_ff as u64 * 4)?,
+            xh: gpu.storage(
+                "moe x f16",
+                if gpu.features.coop {
+                    t * n_embd as u64 * 2
+                } else {
+                    16
+                },
+            )?,
             o: gpu.storage("moe o", slots * n_embd as u64 * 4)?,
         })
     }
@@ -583,8 +596,20 @@ pub fn routed(
     )?);
     d.extend(down(gpu, down_w, &b.h, residual, &b.route, r, shape)?);
     d.push(sort(gpu, &b.route, &b.lists, step, r)?);
+    if gpu.features.coop {
+        let n_embd = gate_up_w.n_cols;
+        d.push(to_f16(
+            gpu,
+            x_batch,
+            &b.xh,
+            step,
+            n_embd,
+            Rows::Tokens,
+            When::Always,
+        )?);
+    }
     d.extend(gate_up_batch(
-        gpu, gate_up_w, x_batch, &b.h, &b.lists, r, act,
+        gpu, gate_up_w, x_batch, &b.xh, &b.h, &b.lists, r, act,
     )?);
     d.extend(down_batch(gpu, down_w, &b.h, &b.o, &b.lists, &b.route, r)?);
     d.push(combine(gpu, &b.o, residual, step, down_w.rows, r)?);

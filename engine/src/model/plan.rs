@@ -299,7 +299,11 @@ impl Activations {
             x_q8: gpu.storage("x_q8", {
                 let cols = (2 * c.n_embd).max(q_dim as u32).max(n_ff as u32);
                 let q8 = kernels::q8_bytes(opts.ubatch.min(kernels::mat::MATVEC_BATCH), cols);
-                let f16 = if gpu.features.coop { b * cols as u64 * 2 } else { 0 };
+                let f16 = if gpu.features.coop {
+                    b * cols as u64 * 2
+                } else {
+                    0
+                };
                 q8.max(f16)
             })?,
             tmp: s("tmp", b * c.n_embd as u64)?,
