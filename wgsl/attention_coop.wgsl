@@ -33,6 +33,7 @@ override QS: u32 = 16u * LDQ;
 override OS: u32 = 16u * HD;           // a tile's P V, block by block
 const BK: u32 = 64u;                    // keys a tile
 const LDP: u32 = BK + 8u;               // f16 stride of a row of P
+const LDS: u32 = BK + 4u;               // f32 stride of a row of S (rows start 4 banks apart)
 const NEG: f32 = -3.0e38;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;                // [n_tokens, q_stride]: Q heads first
@@ -44,7 +45,7 @@ const NEG: f32 = -3.0e38;
 
 var<workgroup> qs: array<f16, QS>;      // [16][LDQ] the queries; the last tile's masked values
 var<workgroup> pv: array<f32, OS>;      // [HD / 16][16][16] a tile's P V
-var<workgroup> ss: array<f32, 1024>;    // [16][BK] a tile's scores
+var<workgroup> ss: array<f32, 1088>;    // [16][LDS] a tile's scores
 var<workgroup> ps: array<f16, 1152>;    // [16][LDP] a tile's probabilities
 
 @compute @workgroup_size(32)
@@ -132,37 +133,40 @@ fn scores(kb: u32) {
     let o1 = 16u;
     let o2 = 32u;
     let o3 = 48u;
-    coopStoreT(s0, &ss[0], BK);
-    coopStoreT(s1, &ss[o1], BK);
-    coopStoreT(s2, &ss[o2], BK);
-    coopStoreT(s3, &ss[o3], BK);
+    coopStoreT(s0, &ss[0], LDS);
+    coopStoreT(s1, &ss[o1], LDS);
+    coopStoreT(s2, &ss[o2], LDS);
+    coopStoreT(s3, &ss[o3], LDS);
     workgroupBarrier();
 }
 
 // The tile's probabilities P = exp(S - m) into ps and the running max m and sum l of the lane's
-// row (the lane pair meets with one shuffle); returns the row's factor exp(m_old - m).
+// row (the lane pair meets with one shuffle); returns the row's factor exp(m_old - m). Each lane
+// walks its 32 keys from its own offset (2r + half), so that with rows LDS apart the 32 lanes'
+// reads of ss fall in 32 different banks.
 fn probabilities(row: Row, k0: u32, end: u32, m: ptr<function, f32>, l: ptr<function, f32>) -> f32 {
     var first = 0u;
     if (p.window > 0u && row.pos + 1u > p.window) {
         first = row.pos + 1u - p.window;
     }
+    let rot = 2u * row.r + row.half;
     var tile_max = NEG;
     for (var j = 0u; j < 32u; j++) {
-        let kk = row.half * 32u + j;
+        let kk = row.half * 32u + (j + rot) % 32u;
         let key = k0 + kk;
-        var sc = ss[row.r * BK + kk] * p.scale;
+        var sc = ss[row.r * LDS + kk] * p.scale;
         if (p.softcap > 0.0) {
             sc = p.softcap * tanh(sc / p.softcap);
         }
         sc = select(NEG, sc, row.ok && key >= first && key <= row.pos && key < end);
-        ss[row.r * BK + kk] = sc;
+        ss[row.r * LDS + kk] = sc;
         tile_max = max(tile_max, sc);
     }
     let new_m = max(*m, max(tile_max, subgroupShuffleXor(tile_max, 1u)));
     var sum = 0.0;
     for (var j = 0u; j < 32u; j++) {
-        let kk = row.half * 32u + j;
-        let sc = ss[row.r * BK + kk];
+        let kk = row.half * 32u + (j + rot) % 32u;
+        let sc = ss[row.r * LDS + kk];
         let pk = select(0.0, exp(sc - new_m), sc > NEG);
         ps[row.r * LDP + kk] = f16(pk);
         sum += pk;
