@@ -16,6 +16,22 @@ fn k4_scale_min_of(sc: vec3<u32>, s: u32) -> vec2<f32> {
     return vec2<f32>(f32((b & 0xfu) | ((c >> 6u) << 4u)), f32((b >> 4u) | ((a >> 6u) << 4u)));
 }
 
+// (scale 2p, scale 2p + 1, min 2p, min 2p + 1) of sub-blocks 2p and 2p + 1 (p: 0..3) from the same
+// three words, without branches: each pair is one 16-bit half of the words (GGML's CUDA
+// vec_dot_q4_K_q8_1 reads them so), about half the instructions of two k4_scale_min_of calls, which
+// the decode units (common/q4_k_wide.wgsl) pay once per row and unit.
+fn k4_scale_min_pair(sc: vec3<u32>, p: u32) -> vec4<f32> {
+    let shift = (p & 1u) * 16u;
+    let h0 = sc[0] >> shift;  // q[2p'], q[2p' + 1] with p' = p % 2
+    let h1 = sc[1] >> shift;  // q[4 + 2p'], ...
+    let h2 = sc[2] >> shift;  // q[8 + 2p'], ...
+    let low = p < 2u;
+    let s = select((h2 & 0x0f0fu) | ((h0 >> 2u) & 0x3030u), h0 & 0x3f3fu, low);
+    let m = select(((h2 >> 4u) & 0x0f0fu) | ((h1 >> 2u) & 0x3030u), h1 & 0x3f3fu, low);
+    let v = s | (m << 16u);
+    return vec4<f32>((vec4<u32>(v) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xffu));
+}
+
 // The same from the block's scale words at `w[s0..s0 + 3]`.
 fn k4_scale_min(s0: u32, s: u32) -> vec2<f32> {
     return k4_scale_min_of(vec3<u32>(w[s0], w[s0 + 1u], w[s0 + 2u]), s);

@@ -13,7 +13,6 @@ struct Q4kUnit {
 fn q4k_unit(b: u32, j: u32) -> Q4kUnit {
     let head = wv[b * 9u];
     let dm = unpack2x16float(head.x);
-    let a = k4_scale_min_of(head.yzw, j & 6u);
-    let c = k4_scale_min_of(head.yzw, (j & 6u) + 1u);
-    return Q4kUnit(wv[b * 9u + 1u + j], dm.x * vec2<f32>(a.x, c.x), dm.y * vec2<f32>(a.y, c.y));
+    let sm = k4_scale_min_pair(head.yzw, j / 2u);
+    return Q4kUnit(wv[b * 9u + 1u + j], dm.x * sm.xy, dm.y * sm.zw);
 }

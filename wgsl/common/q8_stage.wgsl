@@ -14,6 +14,7 @@ const Q8_PLANE: u32 = Q8_TOKENS * Q8_CHUNK / 16u;
 
 var<workgroup> xq: array<vec4<u32>, 2u * Q8_PLANE>;  // 16 int8 an entry
 var<workgroup> xd: array<f32, Q8_TOKENS * Q8_CHUNK / 32u>;  // each block's d / 254
+var<workgroup> xsum: array<f32, Q8_TOKENS * Q8_CHUNK / 16u>;  // each entry's sum16, as f32
 
 // Entry e (16 values) of staged token t's chunk.
 fn x16(t: u32, e: u32) -> X16 {
@@ -26,13 +27,14 @@ fn x_d(t: u32, s: u32) -> f32 {
     return xd[t * (Q8_CHUNK / 32u) + s];
 }
 
-// The sum of entry e's 16 values (in units of d / 254) as f32: exact (under 2^24).
+// The sum of entry e's 16 values (in units of d / 254) as f32: exact (under 2^24). Summed once
+// when staged, not by every unit that reads the entry.
 fn x_sum(t: u32, e: u32, xe: X16) -> f32 {
-    return f32(sum16(xe));
+    return xsum[t * (Q8_CHUNK / 16u) + e];
 }
 
 // Quantizes columns c0 .. c0 + Q8_CHUNK (those below n_cols) of x' for staged tokens 0 .. n_tok
-// (rows x_row(t)) into xq and xd, a block a thread. Call in uniform control flow between two
+// (rows x_row(t)) into xq, xd and xsum, a block a thread. Call in uniform control flow between two
 // workgroupBarrier()s: before, so that the previous chunk's readers are done; after, so that this
 // chunk is visible.
 fn stage_x(n_tok: u32, c0: u32, lid: u32) {
@@ -53,6 +55,7 @@ fn stage_x(n_tok: u32, c0: u32, lid: u32) {
         for (var h = 0u; h < 2u; h++) {
             xq[2u * dst + h] = halves[h].q;
             xq[2u * dst + h + Q8_PLANE] = halves[h].r;
+            xsum[2u * dst + h] = f32(sum16(halves[h]));
         }
         xd[dst] = d / 254.0;
     }
