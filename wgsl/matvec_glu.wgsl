@@ -33,7 +33,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     if (row0 < p.n_rows) {
         d = glu_dots(0u, p.n_rows * (p.n_cols / QK), row0, p.n_rows - 1u, 0u, lane, threads);
     }
-    let out = glu_outputs(d, inv, threads);
+    let out = glu_outputs(d, inv, threads, threads);
     for (var i = lane; i < RPT; i += threads) {
         if (row0 + i < p.n_rows) {
             h[row0 + i] = out[i];

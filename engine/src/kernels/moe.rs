@@ -141,11 +141,11 @@ pub fn gate_up(
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
-        let q = qtype_suffix(c.ty)?;
         let shape =
-            shape.unwrap_or_else(|| MatvecShape::for_experts(gpu, n_ff * r.k, ex.n_cols, c.ty));
+            shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, n_ff * r.k, ex.n_cols, c.ty));
         let rows = shape.workgroup_rows();
-        let pipeline_key = shape.rows_key(gpu, format!("moe_gate_up_{q}"), GATE_UP_LAYOUT)?;
+        let kernel = shape.kernel("moe_gate_up", c.ty)?;
+        let pipeline_key = shape.rows_key(gpu, kernel, GATE_UP_LAYOUT)?;
         let params = GateUpParams {
             n_ff,
             n_cols: ex.n_cols,
@@ -381,6 +381,13 @@ struct DownBatchParams {
 pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "moe_gate_up",
+        layout: GATE_UP_LAYOUT,
+        unused: &[],
+        uniforms: &[(5, size_of::<GateUpParams>())],
+        constants: &[("WG", MATVEC_WG), ("MAX_E", ROUTE_IN_GATE_UP_MAX)],
+    },
+    KernelBinds {
+        stem: "moe_gate_up_q8",
         layout: GATE_UP_LAYOUT,
         unused: &[],
         uniforms: &[(5, size_of::<GateUpParams>())],

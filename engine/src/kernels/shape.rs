@@ -140,9 +140,9 @@ impl MatvecShape {
         MatvecShape::for_adapter(gpu).fit(gpu, n_rows, n_cols, ty)
     }
 
-    /// [`MatvecShape::for_matrix`] for the experts' decode kernels (moe_gate_up, moe_down), which
-    /// keep the f32 units: staging x' as int8 cost more than it saved there (H200, Qwen3-30B-A3B
-    /// shape: ffn_down_exps 864 to 1,310 us a pass; bench/RESULTS.md).
+    /// [`MatvecShape::for_matrix`] for the experts' down projection (moe_down), which keeps the
+    /// f32 units: staging each route's x' as int8 cost more than it saved there (H200,
+    /// Qwen3-30B-A3B shape: ffn_down_exps 864 to 1,310 us a pass; bench/RESULTS.md).
     pub fn for_experts(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
         let shape = MatvecShape {
             int8: false,

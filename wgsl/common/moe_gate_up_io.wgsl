@@ -1,0 +1,46 @@
+// tandem:include common/route.wgsl
+// The parameters, bindings and routing prologue of moe_gate_up.wgsl and its `_q8` twin
+// moe_gate_up_q8.wgsl (kernels::moe::gate_up builds one bind group for either). Include-only; the
+// includer has WG.
+
+const MAX_E: u32 = 256u;  // the most experts it routes itself (kernels::moe::ROUTE_IN_GATE_UP_MAX)
+
+struct Params {
+    n_ff: u32,      // rows per expert (expert_feed_forward_length)
+    n_cols: u32,    // n_embd
+    k: u32,         // routes per token
+    e0: u32,        // first expert of this chunk
+    n_exp: u32,     // experts in this chunk
+    act: u32,       // 0: SiLU, 1: GELU (tanh)
+    flags: u32,     // bit 2: RMSNorm prologue; bit 3: route in the prologue
+    eps: f32,
+    route: RouteParams,
+}
+
+@group(0) @binding(0) var<storage, read> w: array<u32>;              // [n_exp, 2, n_ff, n_cols / QK] blocks
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;        // [n_tokens, n_cols]
+@group(0) @binding(2) var<storage, read_write> h: array<f32>;        // [n_tokens k, n_ff]
+@group(0) @binding(3) var<storage, read_write> route: array<u32>;    // [n_tokens k, 2]: (id, bitcast weight)
+@group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;   // [n_cols] or unused
+@group(0) @binding(5) var<uniform> p: Params;
+@group(0) @binding(6) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
+@group(0) @binding(7) var<storage, read> logits: array<f32>;         // [n_tokens, n_expert]
+@group(0) @binding(8) var<storage, read> bias: array<f32>;           // [n_expert] or unused
+
+// The expert of route j (a workgroup row of the grid [n_ff / ROWS, nwg_y]): in a decode step with
+// flags bit 3 (nwg_y == k: one token), routed here from the router logits (common/route.wgsl, as
+// moe_router does), and the workgroups of grid column 0 write the route (id, weight) for
+// moe_down; otherwise read from moe_router's routes. Every invocation calls it, in uniform
+// control flow.
+fn route_expert(j: u32, wg_x: u32, nwg_y: u32, lid: u32) -> u32 {
+    if ((p.flags & 8u) != 0u && nwg_y == p.k) {
+        let k = route_token(p.route, 0u, lid);
+        let e = chosen[j];
+        if (wg_x == 0u && lid == 0u) {
+            route[j * 2u] = e;
+            route[j * 2u + 1u] = bitcast<u32>(route_source(p.route, j) * route_factor(p.route, k));
+        }
+        return e;
+    }
+    return route[j * 2u];
+}
