@@ -186,6 +186,14 @@ impl MatvecShape {
             shape.int8 = false;
         }
         shape.rows = gpu_matvec_rows(shape.rows, groups, units);
+        // A matrix too short for the workgroups even at one group each (a MoE router's 128 rows:
+        // 32 workgroups of 4 rows) spreads its rows thinner instead.
+        while shape.rows == 1
+            && shape.per_thread > 1
+            && n_rows.div_ceil(shape.per_thread) < MATVEC_MIN_WORKGROUPS
+        {
+            shape.per_thread /= 2;
+        }
         shape
     }
 
