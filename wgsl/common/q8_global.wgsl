@@ -36,9 +36,8 @@ fn x_d(t: u32, s: u32) -> f32 {
     return bitcast<f32>(v[s % 4u]);
 }
 
-// The sum of entry e (of token t, whose values are xe) in units of d / 254, as quantize_q8.wgsl
-// computed it.
-fn x_sum(t: u32, e: u32, xe: X16) -> f32 {
+// The sum of entry e of token t in units of d / 254, as quantize_q8.wgsl computed it.
+fn x_sum(t: u32, e: u32) -> f32 {
     let v = xq[(x_row0 + t) * q8_row_len(p.n_cols) + q8_sums_at(p.n_cols) + e / 4u];
     return bitcast<f32>(v[e % 4u]);
 }

@@ -29,7 +29,7 @@ fn x_d(t: u32, s: u32) -> f32 {
 
 // The sum of entry e's 16 values (in units of d / 254) as f32: exact (under 2^24). Summed once
 // when staged, not by every unit that reads the entry.
-fn x_sum(t: u32, e: u32, xe: X16) -> f32 {
+fn x_sum(t: u32, e: u32) -> f32 {
     return xsum[t * (Q8_CHUNK / 16u) + e];
 }
 

@@ -23,7 +23,7 @@ fn unit_x(t: u32, u: u32) -> UnitX {
     let lo = x16(t, i);
     let hi = x16(t, i + 2u);
     let d = vec2<f32>(x_d(t, i / 2u), x_d(t, i / 2u + 1u));
-    return UnitX(lo, hi, d, d * vec2<f32>(x_sum(t, i, lo), x_sum(t, i + 2u, hi)));
+    return UnitX(lo, hi, d, d * vec2<f32>(x_sum(t, i), x_sum(t, i + 2u)));
 }
 
 fn unit_w(b: u32, u: u32) -> UnitW {

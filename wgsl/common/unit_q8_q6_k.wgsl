@@ -29,8 +29,8 @@ fn unit_x(tok: u32, u: u32) -> UnitX {
     let q = array<X16, 4>(x16(tok, e), x16(tok, e + 2u), x16(tok, e + 4u), x16(tok, e + 6u));
     let s = e / 2u;
     let d = vec4<f32>(x_d(tok, s), x_d(tok, s + 1u), x_d(tok, s + 2u), x_d(tok, s + 3u));
-    let sums = vec4<f32>(x_sum(tok, e, q[0]), x_sum(tok, e + 2u, q[1]), x_sum(tok, e + 4u, q[2]),
-                         x_sum(tok, e + 6u, q[3]));
+    let sums = vec4<f32>(x_sum(tok, e), x_sum(tok, e + 2u), x_sum(tok, e + 4u),
+                         x_sum(tok, e + 6u));
     return UnitX(q, d, 32.0 * d * sums);
 }
 
