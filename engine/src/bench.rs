@@ -30,6 +30,10 @@ pub struct BenchOptions {
     pub profile: bool,
     /// Tokens of the profiled pass: 1 is a decode step, more a prompt chunk.
     pub profile_tokens: u32,
+    /// Token counts of verification passes to time whole (GPU timestamps around one pass, the
+    /// median of [`PASS_REPEATS`]), each against a one-token pass; empty: none.
+    #[serde(default)]
+    pub pass_tokens: Vec<u32>,
     /// Most drafts a speculative step proposes (with a drafter).
     pub draft_max: usize,
     /// The draft length follows the acceptance (within 1..=`draft_max`).
@@ -39,7 +43,8 @@ pub struct BenchOptions {
 impl BenchOptions {
     /// KV-cache positions the run needs.
     pub fn context_needed(&self) -> u32 {
-        (self.prompt_tokens + self.gen_tokens) as u32 + self.profile_tokens
+        let widest = self.pass_tokens.iter().copied().max().unwrap_or(0);
+        (self.prompt_tokens + self.gen_tokens) as u32 + self.profile_tokens.max(widest)
     }
 }
 
@@ -105,6 +110,22 @@ impl KernelGroup {
     }
 }
 
+/// One timed pass ([`BenchOptions::pass_tokens`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PassTime {
+    /// Bytes the pass reads, each once (for a MoE batch, every route to an expert no other route
+    /// took: a bound).
+    pub bytes: f64,
+    /// GPU time of the whole pass, median of [`PASS_REPEATS`].
+    pub microseconds: f64,
+    /// Its time over a one-token pass's (a decode step's) in the same run.
+    pub of_decode_pass: f64,
+    pub tokens: u32,
+}
+
+/// Runs of each timed pass ([`BenchOptions::pass_tokens`]); the median is reported.
+pub const PASS_REPEATS: usize = 9;
+
 /// The streaming-read bandwidth the profile's GB/s are set against.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Ceiling {
@@ -125,6 +146,9 @@ pub struct BenchResult {
     pub gen_tokens: usize,
     /// Kernel groups of the profiled pass (empty without the profile).
     pub kernels: BTreeMap<String, KernelGroup>,
+    /// The timed passes, a one-token pass first (empty where none were asked for, or where the
+    /// adapter has no timestamp queries).
+    pub passes: Vec<PassTime>,
     pub prefill_tokens_per_second: Spread,
     pub profile_tokens: u32,
     pub prompt_tokens: usize,
@@ -196,10 +220,10 @@ const PROFILE_WARM_SECONDS: f64 = 1.0;
 
 /// Runs the protocol on `s` (whose context must hold [`BenchOptions::context_needed`]
 /// positions; a prompt that does not fit is a context-overflow error): one warm-up request
-/// (with `profile`, warm-up requests for [`PROFILE_WARM_SECONDS`]), then each prompt from an
-/// empty cache, `on_prompt(index, prefill tok/s, decode tok/s)` after each; then, with
-/// `profile`, the streaming-read ceiling and one timed pass at the end of the last prompt's
-/// context. The cache is left in use. With `drafter`, each prompt's tokens after the first come
+/// (with `profile` or timed passes, warm-up requests for [`PROFILE_WARM_SECONDS`]), then each
+/// prompt from an empty cache, `on_prompt(index, prefill tok/s, decode tok/s)` after each; then,
+/// with `profile`, the streaming-read ceiling and one profiled pass at the end of the last
+/// prompt's context, and there the timed passes. The cache is left in use. With `drafter`, each prompt's tokens after the first come
 /// from speculative steps.
 pub async fn run(
     s: &mut Session,
@@ -227,7 +251,8 @@ pub async fn run(
     let len = DraftLen::new(opts.draft_max, opts.draft_adaptive);
     let warm_stats = &mut SpecStats::default();
     generate(s, drafter.as_deref_mut(), &warm, 2, len, greedy, warm_stats).await?;
-    if opts.profile {
+    let timed = s.model.gpu.features.timestamps;
+    if opts.profile || !opts.pass_tokens.is_empty() {
         // A GPU idle at start runs its first kernels at a lower clock (H200: short profile runs
         // read the streaming ceiling and every kernel at about half speed): keep it busy first.
         let start = now_seconds();
@@ -270,7 +295,7 @@ pub async fn run(
         let ceiling = stream_read_bandwidth(&s.model.gpu).await?;
         // One pass at the end of the last prompt's context, where the adapter has timestamps
         // (without them the ceiling is `None` and `kernels` stays empty).
-        let prof = if s.model.gpu.features.timestamps {
+        let prof = if timed {
             s.profile(opts.profile_tokens).await?
         } else {
             Vec::new()
@@ -299,12 +324,36 @@ pub async fn run(
             kernel: "stream_read".into(),
         });
     }
+    let mut passes = Vec::new();
+    if timed && !opts.pass_tokens.is_empty() {
+        let counts = std::iter::once(1).chain(opts.pass_tokens.iter().copied().filter(|&n| n != 1));
+        for n in counts {
+            let mut runs = Vec::with_capacity(PASS_REPEATS);
+            let mut bytes = 0.0;
+            for _ in 0..PASS_REPEATS {
+                let t = s.pass_time(n).await?;
+                runs.push(t.ns / 1e3);
+                bytes = t.bytes;
+            }
+            let microseconds = Spread::of(runs).median;
+            let base = passes
+                .first()
+                .map_or(microseconds, |p: &PassTime| p.microseconds);
+            passes.push(PassTime {
+                bytes,
+                microseconds,
+                of_decode_pass: microseconds / base,
+                tokens: n,
+            });
+        }
+    }
     Ok(BenchResult {
         adapter: s.model.gpu.describe(),
         decode_tokens_per_second: Spread::of(decode),
         dispatches_per_token: s.dispatches_per_token(),
         gen_tokens: opts.gen_tokens,
         kernels,
+        passes,
         prefill_tokens_per_second: Spread::of(prefill),
         profile_tokens: opts.profile_tokens,
         prompt_tokens: opts.prompt_tokens,

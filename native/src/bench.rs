@@ -4,7 +4,7 @@
 //! package's `engine.bench` runs too.
 
 use clap::Args;
-use tandem_engine::bench::{run, BenchOptions, KernelGroup};
+use tandem_engine::bench::{run, BenchOptions, KernelGroup, PASS_REPEATS};
 use tandem_engine::Result;
 
 use crate::args::ModelArgs;
@@ -32,6 +32,10 @@ pub struct BenchArgs {
     /// the batch size, `--ubatch`)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub profile_tokens: u32,
+    /// Also time whole verification passes of these token counts (e.g. `2,4,8`), each against
+    /// a one-token pass, with GPU timestamps around each pass (median of 9)
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub pass_tokens: Vec<u32>,
     /// Print one JSON object
     #[arg(long)]
     pub json: bool,
@@ -46,6 +50,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         gen_tokens: args.gen_tokens,
         profile: args.profile,
         profile_tokens: args.profile_tokens,
+        pass_tokens: args.pass_tokens.clone(),
         draft_max: args.speculative.draft_max,
         draft_adaptive: !args.speculative.draft_fixed,
     };
@@ -94,6 +99,19 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             100.0 * s.acceptance_rate,
             s.tokens_per_pass
         );
+    }
+    for p in &r.passes {
+        println!(
+            "pass of {} token(s): {:.1} us GPU, {:.2}x a one-token pass (median of {PASS_REPEATS}); \
+             {:.1} MB read",
+            p.tokens,
+            p.microseconds,
+            p.of_decode_pass,
+            p.bytes / 1e6
+        );
+    }
+    if !args.pass_tokens.is_empty() && r.passes.is_empty() {
+        println!("passes: not timed (the adapter has no timestamp queries)");
     }
     if let Some(c) = &r.streaming_read_ceiling {
         match c.bytes_per_second {

@@ -320,6 +320,8 @@ fn bench_json_keeps_its_keys() {
         "-n",
         "3",
         "--profile",
+        "--pass-tokens",
+        "2,4",
         "--json",
     ]);
     assert!(
@@ -337,6 +339,7 @@ fn bench_json_keeps_its_keys() {
             "dispatches_per_token",
             "gen_tokens",
             "kernels",
+            "passes",
             "prefill_tokens_per_second",
             "profile_tokens",
             "prompt_tokens",
@@ -353,9 +356,24 @@ fn bench_json_keeps_its_keys() {
     assert_eq!(v["prompts"], 2);
     assert_eq!(v["streaming_read_ceiling"]["kernel"], "stream_read");
     let kernels = v["kernels"].as_object().unwrap();
+    let passes = v["passes"].as_array().unwrap();
     if v["streaming_read_ceiling"]["bytes_per_second"].is_null() {
         assert!(kernels.is_empty());
+        assert!(passes.is_empty());
     } else {
+        // A one-token pass first, the base of every ratio, then the asked-for counts.
+        let tokens: Vec<u64> = passes
+            .iter()
+            .map(|p| p["tokens"].as_u64().unwrap())
+            .collect();
+        assert_eq!(tokens, [1, 2, 4]);
+        assert_eq!(passes[0]["of_decode_pass"], 1.0);
+        for p in passes {
+            for k in ["microseconds", "bytes"] {
+                let x = p[k].as_f64().unwrap();
+                assert!(x.is_finite() && x > 0.0, "{p}");
+            }
+        }
         let n: u64 = kernels
             .values()
             .map(|g| g["dispatches"].as_u64().unwrap())
@@ -394,6 +412,7 @@ fn bench_json_keeps_its_keys() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["streaming_read_ceiling"].is_null());
     assert!(v["kernels"].as_object().unwrap().is_empty());
+    assert!(v["passes"].as_array().unwrap().is_empty());
 }
 
 /// `bench` on a model with an MTP layer speculates by default and says what the drafts did; with

@@ -127,6 +127,7 @@ struct BenchRequest {
     gen_tokens: usize,
     profile: bool,
     profile_tokens: u32,
+    pass_tokens: Vec<u32>,
     /// Default: MTP where the model has an MTP layer, as for chat.
     speculative: Option<Speculative>,
     draft_max: usize,
@@ -140,6 +141,7 @@ impl Default for BenchRequest {
             gen_tokens: 128,
             profile: false,
             profile_tokens: 1,
+            pass_tokens: Vec::new(),
             speculative: None,
             draft_max: GenerateOptions::default().draft_max,
         }
@@ -395,6 +397,7 @@ impl Engine {
                 gen_tokens: o.gen_tokens,
                 profile: o.profile,
                 profile_tokens: o.profile_tokens,
+                pass_tokens: o.pass_tokens,
                 draft_max: o.draft_max.max(1),
                 draft_adaptive: true,
             };

@@ -94,10 +94,10 @@ if (process.env.TANDEM_LONG) await step("a completion with a stop string", async
 
 await step("engine.bench returns tandem bench's JSON (tiny-llama fixture)", async () => {
   await engine.load(`${url}/tests/fixtures/tiny-llama.gguf`);
-  const r = await engine.bench({ prompts: 2, promptTokens: 4, genTokens: 3, profile: true });
+  const r = await engine.bench({ prompts: 2, promptTokens: 4, genTokens: 3, profile: true, passTokens: [2] });
   // The keys `tandem bench --json` prints (native/src/bench.rs, engine/src/bench.rs).
   assert.deepEqual(Object.keys(r).sort(), [
-    "adapter", "decode_tokens_per_second", "dispatches_per_token", "gen_tokens", "kernels",
+    "adapter", "decode_tokens_per_second", "dispatches_per_token", "gen_tokens", "kernels", "passes",
     "prefill_tokens_per_second", "profile_tokens", "prompt_tokens", "prompts", "streaming_read_ceiling",
   ]);
   assert.deepEqual([r.prompts, r.prompt_tokens, r.gen_tokens, r.profile_tokens], [2, 4, 3, 1]);
@@ -133,10 +133,18 @@ await step("engine.bench returns tandem bench's JSON (tiny-llama fixture)", asyn
     // Rounded timestamps would make every group a multiple of 2^17 ns.
     const q = 131.072;
     assert.ok(groups.some(([, g]) => Math.abs(g.microseconds / q - Math.round(g.microseconds / q)) > 1e-3), "timestamps are quantized");
-    detail = `${groups.length} kernel groups`;
+    // A one-token pass, the base of the ratios, then the asked-for 2-token pass.
+    assert.deepEqual(r.passes.map((p) => p.tokens), [1, 2]);
+    assert.equal(r.passes[0].of_decode_pass, 1);
+    for (const p of r.passes) {
+      positive(p.microseconds, `pass of ${p.tokens}`);
+      positive(p.bytes, `bytes of the pass of ${p.tokens}`);
+    }
+    detail = `${groups.length} kernel groups, a 2-token pass ${r.passes[1].of_decode_pass.toFixed(2)}x a 1-token one`;
   } else {
     assert.equal(c.bytes_per_second, null);
     assert.deepEqual(r.kernels, {});
+    assert.deepEqual(r.passes, []);
     detail = "profile skipped: the adapter has no timestamp queries";
   }
   console.log(`     prefill ${r.prefill_tokens_per_second.median.toFixed(1)} tok/s, decode ${r.decode_tokens_per_second.median.toFixed(1)} tok/s, ${r.dispatches_per_token} dispatches per token; ${detail}`);

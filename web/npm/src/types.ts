@@ -207,6 +207,8 @@ export interface BenchOptions {
   profile?: boolean;
   /** Tokens of the profiled pass: 1 is a decode step, more a prompt chunk (default 1). */
   profileTokens?: number;
+  /** Token counts of verification passes to time whole, each against a one-token pass (default none). */
+  passTokens?: number[];
   /** Multi-token prediction while decoding (default: "mtp" where the model has an MTP layer). */
   speculative?: "mtp" | "off";
   /** Most draft tokens a step (default 4; the length adapts to the acceptance). */
@@ -249,6 +251,8 @@ export interface BenchResult {
   streaming_read_ceiling: { bytes_per_second: number | null; buffer_bytes: number; kernel: "stream_read" } | null;
   /** Per kernel group; empty without `profile` or without timestamp queries. */
   kernels: Record<string, BenchKernel>;
+  /** With `passTokens`: each pass's GPU time (median of 9), a one-token pass first; empty without timestamp queries. */
+  passes: { bytes: number; microseconds: number; of_decode_pass: number; tokens: number }[];
   /** With speculation only: what the drafts did over all prompts. */
   speculation?: { draft_tokens: number; accepted_tokens: number; acceptance_rate: number; tokens_per_pass: number };
 }
