@@ -45,8 +45,8 @@ const MATMUL_TILE: u32 = 64;
 const MATVEC_BATCH_GROUP: u32 = 8;
 
 /// The token counts matvec_batch_q8 has a pipeline for (`TOKENS`): a pass of n tokens takes the
-/// first that holds them (the widest, in groups, past it), so a 2-token verification keeps no
-/// registers and loops for 8.
+/// first that holds them (the widest, in groups, past it), so a 2-token verification keeps two
+/// tokens' sums, not eight. The kernel holds at most the last (its named accumulators).
 const SMALL_TOKENS: [u32; 3] = [2, 4, 8];
 
 /// Most tokens a pass for which `mat` takes matvec_batch.wgsl; longer passes take the matmul.
@@ -137,7 +137,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         // quantized (binding 8).
         unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
-        constants: &[("WG", MATVEC_WG), ("MAX_TOKENS", SMALL_TOKENS[2])],
+        constants: &[("WG", MATVEC_WG), ("TOKENS", SMALL_TOKENS[2])],
     },
     KernelBinds {
         stem: "to_f16",
