@@ -193,6 +193,36 @@ fn load_values(vr: ptr<function, array<KvChunk, 16>>, kv0: u32, s0: u32, end: u3
     }
 }
 
+// The GQ heads' dot products of query chunk i with key chunk kc (lanes past GQ: 0).
+fn head_dots(i: u32, kc: vec4<f32>) -> vec4<f32> {
+    var r = vec4<f32>(dot(qh[i], kc), 0.0, 0.0, 0.0);
+    if (GQ > 1u) {
+        r.y = dot(qh[HD4 + i], kc);
+    }
+    if (GQ > 2u) {
+        r.z = dot(qh[2u * HD4 + i], kc);
+    }
+    if (GQ > 3u) {
+        r.w = dot(qh[3u * HD4 + i], kc);
+    }
+    return r;
+}
+
+// Key slot k's score for each head, a head a lane (lanes past GQ: what no head writes).
+fn head_scores(k: u32) -> vec4<f32> {
+    return vec4<f32>(scores[k], scores[TK + k], scores[2u * TK + k], scores[3u * TK + k]);
+}
+
+// Each head's tile max: the maxima of its eight groups of eight scores.
+fn head_tile_max() -> vec4<f32> {
+    var r = vec4<f32>(NEG);
+    for (var j = 0u; j < TK / 8u; j++) {
+        let n = TK / 8u;
+        r = max(r, vec4<f32>(maxes[j], maxes[n + j], maxes[2u * n + j], maxes[3u * n + j]));
+    }
+    return r;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -253,18 +283,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     }
     workgroupBarrier();
 
-    var m: array<f32, GMAX>;
-    var l: array<f32, GMAX>;
-    var acc: array<vec4<f32>, GMAX>;
-    for (var g = 0u; g < GQ; g++) {
-        m[g] = NEG;
-    }
+    // Each head's running max and (thread k < TK: key slot k's share of) running sum, one lane of
+    // a vec4 a head, and its output chunk in acc0 .. acc3: no private array indexed by a head
+    // (bench/vk-stats: the driver kept such arrays, for GQ = 4, in local memory).
+    var m = vec4<f32>(NEG);
+    var l = vec4<f32>(0.0);
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
     for (var s0 = begin; s0 < end; s0 += TK) {
         // Partial scores of key s for every head, its chunks read straight into the sums.
         let s = s0 + sk;
-        // Zeroed explicitly: Chromium's WebGPU does not zero an array declared in a loop body
-        // again on each iteration (the WGSL spec says it must), so tile 2's scores added tile 1's.
-        var d = array<f32, GMAX>(0.0, 0.0, 0.0, 0.0);
+        var d = vec4<f32>(0.0);
         for (var c = 0u; c < KC; c++) {
             let i = lane + c * LANES;
             if (i < HD4 && s < end) {
@@ -272,9 +303,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
                 if (has_new && s == qpos) {
                     kc = kv_unpack(kv_pack(kh4(i)));
                 }
-                for (var g = 0u; g < GQ; g++) {
-                    d[g] += dot(qh[g * HD4 + i], kc);
-                }
+                d += head_dots(i, kc);
             }
         }
         // The next tile's keys, loading while this one's softmax runs.
@@ -282,8 +311,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         if (s1 < end) {
             load_keys(&kr, kv0, s1, end, sk, lane);
         }
+        let dv = d;
         for (var g = 0u; g < GQ; g++) {
-            dots[g * TK + sk][lane] = d[g];
+            dots[g * TK + sk][lane] = dv[g];
         }
         workgroupBarrier();
         // Thread k < TK: the scores of key k. Each head's tile max in two levels (8 threads take
@@ -310,28 +340,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             maxes[lid] = m8;
         }
         workgroupBarrier();
-        var alpha = array<f32, GMAX>(1.0, 1.0, 1.0, 1.0);
-        for (var g = 0u; g < GQ; g++) {
-            var tile_max = NEG;
-            for (var j = 0u; j < TK / 8u; j++) {
-                tile_max = max(tile_max, maxes[g * (TK / 8u) + j]);
-            }
-            let new_m = max(m[g], tile_max);
-            alpha[g] = exp(m[g] - new_m);
-            m[g] = new_m;
-        }
+        // Lanes past GQ read workgroup memory no head writes (zero): finite, and never used.
+        let new_m = max(m, head_tile_max());
+        let alpha = exp(m - new_m);
+        m = new_m;
         if (lid < TK) {
+            let sc = head_scores(lid);
+            let pk = select(vec4<f32>(0.0), exp(sc - m), s0 + lid < end);
             for (var g = 0u; g < GQ; g++) {
-                let pk = select(0.0, exp(scores[g * TK + lid] - m[g]), s0 + lid < end);
-                probs[g * TK + lid] = pk;
-                // Thread k keeps key slot k's share of each running sum; they meet once, at the end.
-                l[g] = l[g] * alpha[g] + pk;
+                probs[g * TK + lid] = pk[g];
             }
+            l = l * alpha + pk;
         }
         workgroupBarrier();
-        for (var g = 0u; g < GQ; g++) {
-            acc[g] *= alpha[g];
-        }
+        acc0 *= alpha.x;
+        acc1 *= alpha.y;
+        acc2 *= alpha.z;
+        acc3 *= alpha.w;
         for (var j = 0u; j < KPT; j++) {
             let kj = og + j * KG;
             if (og < KG && kj < TK && s0 + kj < end) {
@@ -339,8 +364,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
                 if (has_new && s0 + kj == qpos) {
                     vc = kv_unpack(kv_pack(vh4(oc)));
                 }
-                for (var g = 0u; g < GQ; g++) {
-                    acc[g] += probs[g * TK + kj] * vc;
+                acc0 += probs[kj] * vc;
+                if (GQ > 1u) {
+                    acc1 += probs[TK + kj] * vc;
+                }
+                if (GQ > 2u) {
+                    acc2 += probs[2u * TK + kj] * vc;
+                }
+                if (GQ > 3u) {
+                    acc3 += probs[3u * TK + kj] * vc;
                 }
             }
         }
@@ -351,32 +383,52 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         // next tile writes probs only after two more barriers every thread passes.
     }
     // The heads' running sums: key slot k's shares, held by thread k < TK.
-    var ls = vec4<f32>(0.0);
-    if (lid < TK) {
-        for (var g = 0u; g < GQ; g++) {
-            ls[g] = l[g];
-        }
+    let live = (vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(GQ)) & vec4<bool>(lid < TK);
+    let lsum = row_sum4(select(vec4<f32>(0.0), l, live), inv, WG);
+    let at = Out(lid, h0, t, split, n_split);
+    finish_head(at, 0u, acc0, m.x, lsum.x);
+    if (GQ > 1u) {
+        finish_head(at, 1u, acc1, m.y, lsum.y);
     }
-    let lsum = row_sum4(ls, inv, WG);
-    for (var g = 0u; g < GQ; g++) {
-        workgroupBarrier();
-        dots[lid] = acc[g];
-        workgroupBarrier();
-        if (lid < HD4) {
-            var o = vec4<f32>(0.0);
-            for (var kg = 0u; kg < KG; kg++) {
-                o += dots[kg * HD4 + lid];
+    if (GQ > 2u) {
+        finish_head(at, 2u, acc2, m.z, lsum.z);
+    }
+    if (GQ > 3u) {
+        finish_head(at, 3u, acc3, m.w, lsum.w);
+    }
+}
+
+// Where a workgroup's results go: its thread, first head, token and split.
+struct Out {
+    lid: u32,
+    h0: u32,
+    t: u32,
+    split: u32,
+    n_split: u32,
+}
+
+// Head h0 + g's output: the KG partial outputs `acc` of the threads meet in workgroup memory;
+// with one split it goes to `out` (divided by the sum l), otherwise (m, l, output) to `partial`.
+// Every thread calls it, in uniform control flow.
+fn finish_head(at: Out, g: u32, acc: vec4<f32>, m: f32, l: f32) {
+    workgroupBarrier();
+    dots[at.lid] = acc;
+    workgroupBarrier();
+    if (at.lid < HD4) {
+        var o = vec4<f32>(0.0);
+        for (var kg = 0u; kg < KG; kg++) {
+            o += dots[kg * HD4 + at.lid];
+        }
+        let h = at.h0 + g;
+        if (at.n_split == 1u) {
+            out[(at.t * p.n_head + h) * HD4 + at.lid] = o / l;
+        } else {
+            let po = ((at.t * p.n_head + h) * at.n_split + at.split) * (HD4 + 1u);
+            if (at.lid == 0u) {
+                partial[po] = vec4<f32>(m, l, 0.0, 0.0);
             }
-            let h = h0 + g;
-            if (n_split == 1u) {
-                out[(t * p.n_head + h) * HD4 + lid] = o / lsum[g];
-            } else {
-                let po = ((t * p.n_head + h) * n_split + split) * (HD4 + 1u);
-                if (lid == 0u) {
-                    partial[po] = vec4<f32>(m[g], lsum[g], 0.0, 0.0);
-                }
-                partial[po + 1u + lid] = o;
-            }
+            partial[po + 1u + at.lid] = o;
         }
     }
 }
+

@@ -38,8 +38,14 @@ fn heads_per_workgroup(h: &Heads) -> u32 {
 /// its query heads share workgroups (`grouped_takes`).
 pub const ATTN_MIN_WORKGROUPS: u32 = 256;
 
-/// Workgroups a decode step's attention aims at, one query head each ([`attention_splits`]).
-pub const ATTN_DECODE_WORKGROUPS: u32 = 512;
+/// Workgroups a decode step's attention aims at, one query head each ([`attention_splits`]); at
+/// long context the parts are then many enough for the heads to share workgroups
+/// ([`grouped_takes`]): each key and value read once for a KV head's group. H200, decode at 4k
+/// context (bench/RESULTS.md, twenty-fourth session): Qwen3-8B shape 226.9 tok/s with 512 (16
+/// parts of four tiles, a head a workgroup), 257.3 with 1024 (32 parts of two, four heads a
+/// workgroup), 249.7 with 2048 (64 of one); Qwen3-30B-A3B 199.6, 227.9, 222.1; at 512 context
+/// the same (291.0).
+pub const ATTN_DECODE_WORKGROUPS: u32 = 1024;
 
 /// Whether pass `s`, split into `splits` parts, takes the workgroups of `gq` query heads: where
 /// they are still `min` ([`ATTN_MIN_WORKGROUPS`] in a model: long contexts; measured on the H200,

@@ -71,8 +71,9 @@ const HEAD_SHAPES: &[(u32, u32, u32)] = &[
     // Four query heads a workgroup (kernels::heads_per_workgroup), once and twice per KV head.
     (8, 2, 128),
     (16, 2, 64),
-    // Heads enough that a decode step's parts take two tiles (kernels::attention_splits).
-    (128, 32, 32),
+    // Heads enough that a decode step's parts take two tiles (kernels::attention_splits: 1024
+    // workgroups' worth of parts, four for 256 heads, over the 512-key cache's eight tiles).
+    (256, 64, 32),
 ];
 
 /// (pos, n_tokens, window, softcap): decode at 0, 37, 300 and at the end of a 512 cache; a
