@@ -47,8 +47,7 @@
 // WebGPU grants by default (GQ * HD <= 512 keeps the queries at 2 KiB).
 
 override HD: u32 = 64u;                      // head size: a multiple of 4, at most 256
-override GQ: u32 = 1u;                       // query heads per workgroup: at most GMAX, GQ * HD <= 512
-const GMAX: u32 = 4u;
+override GQ: u32 = 1u;                       // query heads per workgroup: at most 4, GQ * HD <= 512
 const TK: u32 = 64u;                         // keys per tile
 const LANES: u32 = 4u;                       // threads per key for the scores
 override HD4: u32 = HD / 4u;                 // vec4 chunks per head
@@ -295,6 +294,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     for (var s0 = begin; s0 < end; s0 += TK) {
         // Partial scores of key s for every head, its chunks read straight into the sums.
         let s = s0 + sk;
+        // Zeroed explicitly: Chromium's WebGPU does not zero a variable declared in a loop body
+        // again on each iteration (the WGSL spec says it must).
         var d = vec4<f32>(0.0);
         for (var c = 0u; c < KC; c++) {
             let i = lane + c * LANES;

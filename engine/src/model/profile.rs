@@ -103,8 +103,9 @@ impl Session {
             ..StepInfo::new(n_tokens, self.pos, n_out)
         };
         let active: Vec<&Dispatch> = self.pass_dispatches(&s).collect();
-        let spans = if per_dispatch { active.len() } else { 1 };
-        let count = 2 * spans as u32;
+        // Dispatches a timed span holds: one (a compute pass each) or all (one compute pass).
+        let span = if per_dispatch { 1 } else { active.len() };
+        let count = 2 * active.len().div_ceil(span) as u32;
         let queries = gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
             label: Some("profile"),
             ty: wgpu::QueryType::Timestamp,
@@ -123,7 +124,7 @@ impl Session {
             bytemuck::bytes_of(&StepUniform::new(s, self.model.config.n_head)),
         );
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        for (i, group) in active.chunks(active.len() / spans).enumerate() {
+        for (i, group) in active.chunks(span).enumerate() {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
                 timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
