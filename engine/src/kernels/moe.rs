@@ -229,7 +229,7 @@ pub fn down(
     for c in &ex.chunks {
         let q = qtype_suffix(c.ty)?;
         let shape =
-            shape.unwrap_or_else(|| MatvecShape::for_experts(gpu, ex.rows, ex.n_cols, c.ty));
+            shape.unwrap_or_else(|| MatvecShape::for_experts(gpu, ex.rows, ex.n_cols, r.k, c.ty));
         let rows = shape.rows;
         let pipeline_key = shape.key(gpu, format!("moe_down_{q}"), DOWN_LAYOUT)?;
         let params = DownParams {

@@ -140,15 +140,20 @@ impl MatvecShape {
         MatvecShape::for_adapter(gpu).fit(gpu, n_rows, n_cols, ty)
     }
 
-    /// [`MatvecShape::for_matrix`] for the experts' down projection (moe_down), which keeps the
-    /// f32 units: staging each route's x' as int8 cost more than it saved there (H200,
-    /// Qwen3-30B-A3B shape: ffn_down_exps 864 to 1,310 us a pass; bench/RESULTS.md).
-    pub fn for_experts(gpu: &Gpu, n_rows: u32, n_cols: u32, ty: GgmlType) -> MatvecShape {
+    /// [`MatvecShape::for_matrix`] for the experts' down projection (moe_down) of `k` routes a
+    /// token: a group serves one row, whose threads stride over the units of its `k` experts'
+    /// rows, so the row is fitted as one of `k n_cols` weights. It keeps the f32 units: staging
+    /// each route's x' as int8 cost more than it saved there (H200, Qwen3-30B-A3B shape:
+    /// ffn_down_exps 864 to 1,310 us a pass; bench/RESULTS.md). (Fitted as four rows a group
+    /// before, which moe_down does not serve, its 2048 rows took 1024 workgroups of 2 rows where
+    /// this takes 512 of 4: decode 275.0 -> 279.5 tok/s on that shape; 256 of 8, 272.9.)
+    pub fn for_experts(gpu: &Gpu, n_rows: u32, n_cols: u32, k: u32, ty: GgmlType) -> MatvecShape {
         let shape = MatvecShape {
             int8: false,
+            per_thread: 1,
             ..MatvecShape::for_adapter(gpu)
         };
-        shape.fit(gpu, n_rows, n_cols, ty)
+        shape.fit(gpu, n_rows, k * n_cols, ty)
     }
 
     /// The shape of matvec_batch_q8 over `n_rows` x `n_cols` weights of type `ty`: the decode

@@ -75,6 +75,9 @@ async fn matvec_rows_for_a_gpu_matrix() {
     assert_eq!(gpu_matvec_rows(4, 1024, 4), 4);
     // A 128-expert router: one row a workgroup.
     assert_eq!(gpu_matvec_rows(4, 128, 256), 1);
+    // moe_down on the Qwen3-30B-A3B shape (MatvecShape::for_experts): 2048 rows, each over the
+    // 8 routes' 768-wide Q4_K rows (192 units): 512 workgroups of 4 rows.
+    assert_eq!(gpu_matvec_rows(4, 2048, 8 * 768 / 32), 4);
 }
 
 super::gpu_tests!(
