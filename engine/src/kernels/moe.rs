@@ -122,7 +122,7 @@ struct GateUpParams {
 /// [`ROUTE_IN_GATE_UP_MAX`] experts the kernel routes the token itself from `logits` and `bias`
 /// (what moe_router does) and writes `route` for moe_down; otherwise it reads `route`.
 /// `shape`: rows per workgroup and variant as for the matvec, or (`None`) the adapter's choice for
-/// the experts' rows ([`MatvecShape::for_experts`]). One dispatch per chunk.
+/// the routes' rows, `n_ff k` of them ([`MatvecShape::for_matrix`]). One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
 pub fn gate_up(
     gpu: &Gpu,
@@ -214,7 +214,8 @@ struct DownParams {
 }
 
 /// Passes of up to [`PER_ROUTE_MAX`] tokens: `x[t] += sum_j weight_j * D_{e_j} h[t k + j, :]`, in
-/// `shape` as for [`gate_up`]. One dispatch per chunk.
+/// `shape` as for [`gate_up`], or (`None`) the adapter's choice for rows over k routes
+/// ([`MatvecShape::for_experts`]). One dispatch per chunk.
 pub fn down(
     gpu: &Gpu,
     ex: &GpuExperts,
