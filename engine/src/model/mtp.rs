@@ -121,11 +121,12 @@ impl Session {
         self.mtp.is_some()
     }
 
-    /// Dispatches one MTP draft step records (the MTP pass of one token and its argmax; a
-    /// tracked number like [`Session::dispatches_per_token`]); `None` without an MTP layer.
+    /// Dispatches one MTP draft step records at the session's last position (the MTP pass of
+    /// one token and its argmax; a tracked number like [`Session::dispatches_per_token`]);
+    /// `None` without an MTP layer.
     pub fn dispatches_per_draft(&self) -> Option<usize> {
         let m = self.mtp.as_ref()?;
-        let s = draft_step(1, 0);
+        let s = draft_step(self.opts.ctx.max(1), 0);
         Some(
             m.forward
                 .iter()

@@ -189,9 +189,11 @@ impl Session {
         &prompt[common..]
     }
 
-    /// Dispatches one token's decode records (a tracked number: launches are the budget).
+    /// Dispatches one token's decode records at the session's last position (a tracked number:
+    /// launches are the budget). The most a step records: past the first 64 keys attention
+    /// splits them, and its combine is one dispatch more a layer.
     pub fn dispatches_per_token(&self) -> usize {
-        let s = StepInfo::new(1, 0, 1);
+        let s = StepInfo::new(1, self.opts.ctx.saturating_sub(1), 1);
         self.forward
             .iter()
             .chain(&self.greedy)
