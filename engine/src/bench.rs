@@ -142,6 +142,7 @@ pub struct BenchResult {
     /// The adapter, as `Gpu::describe` puts it.
     pub adapter: String,
     pub decode_tokens_per_second: Spread,
+    /// Dispatches of a decode step where the last prompt's decode ended (the profiled pass's).
     pub dispatches_per_token: usize,
     pub gen_tokens: usize,
     /// Kernel groups of the profiled pass (empty without the profile).
@@ -350,7 +351,7 @@ pub async fn run(
     Ok(BenchResult {
         adapter: s.model.gpu.describe(),
         decode_tokens_per_second: Spread::of(decode),
-        dispatches_per_token: s.dispatches_per_token(),
+        dispatches_per_token: s.dispatches_at(s.pos()),
         gen_tokens: opts.gen_tokens,
         kernels,
         passes,

@@ -193,7 +193,12 @@ impl Session {
     /// launches are the budget). The most a step records: past the first 64 keys attention
     /// splits them, and its combine is one dispatch more a layer.
     pub fn dispatches_per_token(&self) -> usize {
-        let s = StepInfo::new(1, self.opts.ctx.saturating_sub(1), 1);
+        self.dispatches_at(self.opts.ctx.saturating_sub(1))
+    }
+
+    /// Dispatches one token's decode records at position `pos`.
+    pub fn dispatches_at(&self, pos: u32) -> usize {
+        let s = StepInfo::new(1, pos, 1);
         self.forward
             .iter()
             .chain(&self.greedy)
