@@ -144,9 +144,10 @@ impl MatvecShape {
     /// token: a group serves one row, whose threads stride over the units of its `k` experts'
     /// rows, so the row is fitted as one of `k n_cols` weights. It keeps the f32 units: staging
     /// each route's x' as int8 cost more than it saved there (H200, Qwen3-30B-A3B shape:
-    /// ffn_down_exps 864 to 1,310 us a pass; bench/RESULTS.md). Fitted as four rows a group, as
-    /// before, its 2048 rows took 1024 workgroups of 2 rows where this takes 512 of 4: decode
-    /// 274.7 -> 279.0 tok/s on that shape (twenty-fifth session; 256 workgroups of 8: 272.9).
+    /// ffn_down_exps 864 to 1,310 us a pass; bench/RESULTS.md). Fitted before as four rows a
+    /// group, which moe_down does not serve, its 2048 rows took 1024 workgroups of 2 rows where
+    /// this takes 512 of 4: decode 274.7 -> 279.0 tok/s on that shape (twenty-fifth session; 256
+    /// workgroups of 8: 272.9).
     pub fn for_experts(gpu: &Gpu, n_rows: u32, n_cols: u32, k: u32, ty: GgmlType) -> MatvecShape {
         let shape = MatvecShape {
             int8: false,
