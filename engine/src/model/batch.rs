@@ -204,7 +204,7 @@ impl Session {
     /// Enters a batched step's row: `fed` at the next position, `id` the token it sampled.
     fn took_batched_step(&mut self, fed: u32, id: u32) {
         if let Some(m) = &mut self.mtp {
-            m.h_row = None;
+            m.pending = false;
         }
         self.history.push(fed);
         self.pos += 1;

@@ -1,11 +1,14 @@
-//! Multi-token prediction in a session: the MTP layer's KV cache is kept in step with the
-//! target's (each target pass is followed by the MTP pass over its pairs), and a speculative
-//! round drafts with the MTP layer chained on the GPU, verifies in one target pass, and catches
-//! the MTP layer up, all in one submit with one readback.
+//! Multi-token prediction in a session: the MTP layer's KV cache follows the target's, and a
+//! speculative round drafts with the MTP layer chained on the GPU and verifies in one target
+//! pass, in one submit with one readback.
 //!
 //! MTP position `j` holds the pair (`h_j`, `t_{j+1}`): the target's hidden state at position `j`
 //! (after its final norm) and the token after it, so the layer's output there predicts
-//! `t_{j+2}`. Positions `[0, valid)` hold the right pairs.
+//! `t_{j+2}`. Positions `[0, valid)` hold the right pairs; the pairs of the last target pass's
+//! positions wait for the token after them, so the next round's first draft step makes them
+//! all, its last row (the one with the token the round starts from) giving the first draft:
+//! the MTP layer catches up on a round's verified tokens in the next round's first step rather
+//! than in a pass of its own.
 
 use crate::kernels::{self, Dispatch, NormOpts, Rows, StepInfo, StepUniform, When};
 use crate::sampling::Sampler;
@@ -25,9 +28,9 @@ pub(super) struct Mtp {
     /// draft step's input.
     greedy: [Dispatch; 2],
     /// `bufs.h = RMSNorm(x) * output_norm` for every token of a target pass: its hidden states,
-    /// the pairs' `h`.
+    /// the pairs' `h` (what the target's head computes for its output rows, for all rows).
     fill: Dispatch,
-    /// The step uniforms of a round's MTP passes, copied into `bufs.step` before each (one
+    /// The step uniforms of a round's draft steps, copied into `bufs.step` before each (one
     /// submit holds several passes of different shapes).
     steps: wgpu::Buffer,
     /// The drafts of a round, `[max_verify]` u32.
@@ -38,9 +41,11 @@ pub(super) struct Mtp {
     logits_staging: wgpu::Buffer,
     /// MTP positions `[0, valid)` hold the right pairs.
     pub(super) valid: u32,
-    /// The row of `act.out_norm` that holds the hidden state of the last token fed, where the
-    /// last pass left it there ([`Session::mtp_prefill`], [`Session::mtp_round`]).
-    pub(super) h_row: Option<u32>,
+    /// `bufs.h` rows `0 .. pos - valid` hold the target's hidden states at positions `valid ..`
+    /// of the session's cache, the pairs the next round's first draft step makes: set by
+    /// [`Session::mtp_prefill`] and [`Session::mtp_round`], cleared by any other pass and by a
+    /// roll-back.
+    pub(super) pending: bool,
 }
 
 impl Mtp {
@@ -95,13 +100,13 @@ impl Mtp {
             forward,
             greedy,
             fill,
-            steps: gpu.storage("mtp_steps", (n + 1) * uniform)?,
+            steps: gpu.storage("mtp_steps", n * uniform)?,
             drafts: gpu.storage("mtp_drafts", n * 4)?,
             staging: readback("mtp readback", 2 * n * 4),
             logits_staging: readback("mtp logits readback", n * c.n_vocab as u64 * 4),
             bufs,
             valid: 0,
-            h_row: None,
+            pending: false,
         })
     }
 
@@ -169,29 +174,29 @@ impl Session {
         self.truncate(start as u32);
         self.check_tokens(&prompt[start..])?;
         let ubatch = self.opts.ubatch as usize;
+        let last_p0 = start + (p - 1 - start) / ubatch * ubatch;
         let mut readback = None;
-        let mut p0 = start;
-        while p0 < p {
+        for p0 in (start..p).step_by(ubatch) {
             let chunk = &prompt[p0..(p0 + ubatch).min(p)];
-            let last = p0 + chunk.len() == p;
+            let last = p0 == last_p0;
             let sampling = last.then_some(&mut *sampler);
             readback = self.pass(Some(chunk), chunk.len() as u32, last as u32, sampling);
-            // The pairs of this chunk: each token's hidden state with the prompt token after it.
-            let pairs = chunk.len().min(p - 1 - p0);
+            // The pairs of this chunk: each token's hidden state with the prompt token after
+            // it; the last chunk's wait for the first round, which has the token after the last.
+            let pairs = if last { 0 } else { chunk.len() };
             self.mtp_catch_up(&prompt[p0 + 1..p0 + 1 + pairs], p0 as u32);
-            p0 += chunk.len();
         }
         let id = self
             .read_token(readback.expect("the last chunk samples"))
             .await?;
         let m = self.mtp.as_mut().expect("checked above");
-        m.valid = p as u32 - 1;
-        m.h_row = Some(0);
+        m.valid = last_p0 as u32;
+        m.pending = true;
         Ok((id, p - start))
     }
 
     /// After a target pass over positions `pos0..`: its hidden states into the MTP's `h`, then
-    /// the MTP pass over the pairs (`h_{pos0 + j}`, `next[j]`), one submit.
+    /// the MTP pass over the pairs (`h_{pos0 + j}`, `next[j]`) where there are any, one submit.
     fn mtp_catch_up(&mut self, next: &[u32], pos0: u32) {
         let gpu = self.model.gpu.clone();
         let m = self.mtp.as_ref().expect("an MTP layer");
@@ -215,50 +220,52 @@ impl Session {
         gpu.submit(encoder.finish());
     }
 
-    /// Checks that an MTP round can follow (the MTP cache one position behind the target's, the
-    /// last hidden state in `act.out_norm`) and writes its draft steps' inputs: `last` as the
-    /// first step's token, and the step uniforms of `draft_steps` steps and the catch-up after
-    /// them (`catch_up` pairs). Returns the `out_norm` row of the last hidden state.
-    fn mtp_inputs(&self, last: u32, draft_steps: u32, catch_up: u32) -> Result<u32> {
+    /// Checks that an MTP round can follow ([`Mtp::pending`]) and writes its draft steps'
+    /// inputs: the first step's tokens (those after the pending pairs' positions, the last one
+    /// `last`) and the step uniforms of `draft_steps` steps. Returns the first step's shape.
+    fn mtp_inputs(&self, last: u32, draft_steps: u32) -> Result<StepInfo> {
         let m = self.mtp_ref()?;
+        if !m.pending {
+            return Err(Error::InvalidArgument(
+                "an MTP round follows mtp_prefill or another round".into(),
+            ));
+        }
         let pos0 = self.pos;
-        let h_row = match m.h_row {
-            Some(r) if m.valid + 1 == pos0 => r,
-            _ => {
-                return Err(Error::InvalidArgument(
-                    "an MTP round follows mtp_prefill or another round".into(),
-                ))
-            }
-        };
+        let tokens = [&self.history[m.valid as usize + 1..pos0 as usize], &[last]].concat();
+        let first = StepInfo::new(tokens.len() as u32, m.valid, 1);
         let n_head = self.model.config.n_head;
-        let steps: Vec<StepUniform> = (0..draft_steps)
-            .map(|i| StepUniform::new(draft_step(pos0, i), n_head))
-            .chain([StepUniform::new(StepInfo::new(catch_up, pos0, 0), n_head)])
+        let steps: Vec<StepUniform> = [first]
+            .into_iter()
+            .chain((1..draft_steps).map(|i| draft_step(pos0, i)))
+            .map(|s| StepUniform::new(s, n_head))
             .collect();
         let queue = &self.model.gpu.queue;
         queue.write_buffer(&m.steps, 0, bytemuck::cast_slice(&steps));
-        queue.write_buffer(&m.bufs.tokens, 0, bytemuck::bytes_of(&last));
-        Ok(h_row)
+        queue.write_buffer(&m.bufs.tokens, 0, bytemuck::cast_slice(&tokens));
+        Ok(first)
     }
 
-    /// Records `draft_steps` MTP draft steps chained on the GPU: the first from the hidden state
-    /// in `out_norm` row `h_row` and the token in `bufs.tokens[0]`, each later one from the
-    /// previous one's head norm and greedy draft; the first `n` drafts go to the target's token
-    /// ids after `last` and to `drafts`.
+    /// Records `draft_steps` MTP draft steps chained on the GPU: the first (shape `first`) makes
+    /// the pending pairs, from the hidden states in `bufs.h` and the tokens in `bufs.tokens`,
+    /// each later one the pair of the previous one's head norm and greedy draft; the first `n`
+    /// drafts go to the target's token ids after `last` and to `drafts`.
     fn record_drafts(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        h_row: u32,
+        first: StepInfo,
         draft_steps: u32,
         n: usize,
     ) {
         let m = self.mtp.as_ref().expect("an MTP layer");
-        let row = self.model.config.n_embd as u64 * 4;
         let uniform = size_of::<StepUniform>() as u64;
-        encoder.copy_buffer_to_buffer(&self.act.out_norm, h_row as u64 * row, &m.bufs.h, 0, row);
         for i in 0..draft_steps {
             encoder.copy_buffer_to_buffer(&m.steps, i as u64 * uniform, &m.bufs.step, 0, uniform);
-            m.record(encoder, &draft_step(self.pos, i), true);
+            let s = if i == 0 {
+                first
+            } else {
+                draft_step(self.pos, i)
+            };
+            m.record(encoder, &s, true);
             if (i as usize) < n {
                 let at = (i as u64 + 1) * 4;
                 encoder.copy_buffer_to_buffer(&m.bufs.tokens, 0, &self.act.tokens, at, 4);
@@ -271,21 +278,21 @@ impl Session {
     /// draft), for the golden test.
     #[cfg(test)]
     pub(crate) async fn mtp_draft_logits(&mut self, last: u32) -> Result<Vec<f32>> {
-        let h_row = self.mtp_inputs(last, 1, 0)?;
+        let first = self.mtp_inputs(last, 1)?;
         let gpu = self.model.gpu.clone();
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        self.record_drafts(&mut encoder, h_row, 1, 0);
+        self.record_drafts(&mut encoder, first, 1, 0);
         gpu.submit(encoder.finish());
         gpu.read_f32(&self.act.logits, 0, self.model.config.n_vocab as usize)
             .await
     }
 
     /// One speculative round after `last` (the target's latest token, not yet fed): the MTP
-    /// layer drafts `n` tokens chained on the GPU, the target verifies `[last, drafts..]` in
-    /// one pass, the MTP layer catches up on the verified pairs; one submit, one readback (the
-    /// ids; with sampling, the rows' logits for [`accept_sampled`]). Keeps the accepted prefix
-    /// (rolling both KV caches back) and returns the drafts, how many were accepted, and the
-    /// target's next token (not yet fed).
+    /// layer makes the pending pairs and drafts `n` tokens chained on the GPU, the target
+    /// verifies `[last, drafts..]` in one pass and leaves its hidden states for the next
+    /// round's pairs; one submit, one readback (the ids; with sampling, the rows' logits for
+    /// [`accept_sampled`]). Keeps the accepted prefix (rolling both KV caches back) and returns
+    /// the drafts, how many were accepted, and the target's next token (not yet fed).
     pub async fn mtp_round(
         &mut self,
         last: u32,
@@ -302,9 +309,9 @@ impl Session {
             )));
         }
         self.check_tokens(&vec![last; fed as usize])?;
-        // One draft step runs even without drafts: it makes the MTP pair (h, last).
+        // One draft step runs even without drafts: it makes the pending pairs.
         let draft_steps = n.max(1) as u32;
-        let h_row = self.mtp_inputs(last, draft_steps, n as u32)?;
+        let first = self.mtp_inputs(last, draft_steps)?;
         let pos0 = self.pos;
         let history = [self.history(), &[last]].concat();
         let gpu = self.model.gpu.clone();
@@ -315,7 +322,7 @@ impl Session {
         self.sampled = None;
         let greedy = sampler.params.is_greedy();
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        self.record_drafts(&mut encoder, h_row, draft_steps, n);
+        self.record_drafts(&mut encoder, first, draft_steps, n);
         let m = self.mtp.as_ref().expect("checked in mtp_inputs");
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
@@ -330,12 +337,6 @@ impl Session {
             encoder.copy_buffer_to_buffer(&self.act.logits, 0, &m.logits_staging, 0, logits_bytes);
         }
         if n > 0 {
-            let uniform = size_of::<StepUniform>() as u64;
-            encoder.copy_buffer_to_buffer(&self.act.tokens, 4, &m.bufs.tokens, 0, n as u64 * 4);
-            let at = draft_steps as u64 * uniform;
-            encoder.copy_buffer_to_buffer(&m.steps, at, &m.bufs.step, 0, uniform);
-            let catch_up = StepInfo::new(n as u32, pos0, 0);
-            m.record(&mut encoder, &catch_up, false);
             encoder.copy_buffer_to_buffer(&m.drafts, 0, &m.staging, fed as u64 * 4, n as u64 * 4);
         }
         encoder.copy_buffer_to_buffer(&self.act.targets, 0, &m.staging, 0, fed as u64 * 4);
@@ -361,15 +362,17 @@ impl Session {
         self.history.push(last);
         self.history.extend_from_slice(&drafts);
         self.truncate(pos0 + k as u32 + 1);
+        // The first draft step made the pairs up to `pos0`; the verified positions' wait.
         let m = self.mtp.as_mut().expect("checked in mtp_inputs");
-        m.valid = pos0 + k as u32;
-        m.h_row = Some(k as u32);
+        m.valid = pos0;
+        m.pending = true;
         Ok((drafts, k, next))
     }
 }
 
-/// Draft step `i` of a round whose first fed token is at `pos0`: the pair at MTP position
-/// `pos0 - 1 + i`.
+/// The shape of draft step `i` of a round whose first fed token is at `pos0` when it makes one
+/// pair: the one at MTP position `pos0 - 1 + i` (the first step makes the pending pairs, up to
+/// `pos0 - 1`, the last one alone where only it is pending).
 fn draft_step(pos0: u32, i: u32) -> StepInfo {
     StepInfo::new(1, pos0 - 1 + i, 1)
 }

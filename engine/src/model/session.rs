@@ -146,7 +146,7 @@ impl Session {
             // The MTP pair at position j holds the token at j + 1.
             m.valid = m.valid.min(pos.saturating_sub(1));
             if pos < self.pos {
-                m.h_row = None;
+                m.pending = false;
             }
         }
         self.pos = self.pos.min(pos);
@@ -279,7 +279,7 @@ impl Session {
     /// sampled last, already on the GPU) and the step uniform; returns the pass's shape.
     pub(super) fn feed(&mut self, tokens: Option<&[u32]>, n_tokens: u32, n_out: u32) -> StepInfo {
         if let Some(m) = &mut self.mtp {
-            m.h_row = None;
+            m.pending = false;
         }
         let gpu = &self.model.gpu;
         if let Some(t) = tokens {
