@@ -524,6 +524,61 @@ fn decoding_ahead_matches_plain_decoding() {
     }
 }
 
+/// A conversation with the demo model whose turns extend each other (the last prompt, what was
+/// generated, more text): the MTP session reuses its cached prefix, where the MTP layer's pairs
+/// stop short of the target's (the last round's verified tokens' pairs wait for the next
+/// round), yet generates what a session without speculation does, with the drafts (so the
+/// acceptance) of a fresh MTP session given the whole prompt.
+#[test]
+fn demo_mtp_model_continues_a_conversation() {
+    use tandem_engine::generate::{generate_with, GenerateOptions};
+    use tandem_engine::speculative::Drafter;
+    let src = MmapSource::open(&repo().join("tests/fixtures/glm4moe-mtp-demo-q8_0.gguf")).unwrap();
+    let g = Gguf::parse(&src).unwrap();
+    let tok = Tokenizer::from_gguf(&g).unwrap();
+    let model = Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
+    let session = || {
+        let opts = SessionOptions {
+            ctx: 160,
+            ubatch: 32,
+            outputs: 32,
+            ..Default::default()
+        };
+        pollster::block_on(Session::new(model.clone(), opts)).unwrap()
+    };
+    let (mut plain, mut spec) = (session(), session());
+    let mut prompt = tok
+        .encode("The Congress shall have power", true, false)
+        .unwrap();
+    let mut accepted = 0;
+    let turns = [" And the President", " The people", " It is", " We", ""];
+    for (turn, more) in turns.iter().enumerate() {
+        // Budgets that end a turn after rounds with drafts accepted and without.
+        let opts = GenerateOptions {
+            max_tokens: 16 + turn,
+            stop_at_eog: false,
+            sampling: SamplerParams::greedy(),
+            ..Default::default()
+        };
+        let run = |s: &mut Session, drafter: Option<&mut Drafter>| {
+            pollster::block_on(generate_with(s, drafter, &tok, &prompt, &opts, |_| true)).unwrap()
+        };
+        let want = run(&mut plain, None);
+        let got = run(&mut spec, Some(&mut Drafter::Mtp));
+        assert_eq!(got.tokens, want.tokens, "turn {turn}: tokens with MTP");
+        assert!(
+            turn == 0 || got.prefilled < prompt.len(),
+            "turn {turn}: the cached prefix is reused"
+        );
+        let alone = run(&mut session(), Some(&mut Drafter::Mtp));
+        assert_eq!(got.speculation, alone.speculation, "turn {turn}: drafts");
+        accepted += got.speculation.unwrap().accepted;
+        prompt.extend_from_slice(&got.tokens);
+        prompt.extend(tok.encode(more, false, false).unwrap());
+    }
+    assert!(accepted > 5, "drafts are accepted: {accepted}");
+}
+
 /// The trained MoE+MTP demo model (bench/mtp-model) drafting for itself with its MTP layer on 20
 /// English prompts, greedy: the same tokens as without speculation, and its drafts are accepted
 /// about as often as its training measured (0.585 teacher-forced; 0.33 to 0.54 seen here,

@@ -203,6 +203,45 @@ async fn mtp_changes_nothing() {
     }
 }
 
+/// A conversation's next turn extends the last (its prompt, the tokens generated, more): the
+/// MTP session reuses its cached prefix, where the MTP layer's pairs stop short of the target's
+/// (those of the last round's verified tokens wait for the next round), and its first draft's
+/// logits are a fresh session's over the whole prompt. The first turn ends after a round with
+/// drafts accepted, whose pairs a reuse that trusted the MTP cache up to the target's would take
+/// from the draft steps (the MTP layer's own hidden states, not the target's).
+async fn mtp_reuses_a_conversations_prefix() {
+    let m = load(GLM_MTP).await;
+    let mut s = session_of(&m, 64).await;
+    let mut greedy = Sampler::greedy();
+    // The first prompt with a round that has a draft accepted within 24 positions.
+    let mut found = None;
+    for prompt in prompts(m.model.config.n_vocab) {
+        let (mut last, _) = s.mtp_prefill(&prompt, &mut greedy).await.unwrap();
+        while s.pos() + 4 <= 24 {
+            let (_, k, next) = s.mtp_round(last, 3, &mut greedy).await.unwrap();
+            last = next;
+            if k > 0 {
+                found = Some(last);
+                break;
+            }
+        }
+        if found.is_some() {
+            break;
+        }
+    }
+    let last = found.expect("a draft accepted");
+    let prompt = [s.history(), &[last, 7, 8]].concat();
+    let (first, fed) = s.mtp_prefill(&prompt, &mut greedy).await.unwrap();
+    assert!(fed < prompt.len(), "the cached prefix is reused");
+    let reused = s.mtp_draft_logits(first).await.unwrap();
+    let mut fresh = session_of(&m, 64).await;
+    let (want_first, _) = fresh.mtp_prefill(&prompt, &mut greedy).await.unwrap();
+    assert_eq!(first, want_first);
+    let want = fresh.mtp_draft_logits(first).await.unwrap();
+    // The same on lavapipe to the bit; pairs taken from the draft steps are 4e-3 off.
+    assert_close("mtp logits", "reused prefix", &reused, &want, 1e-9, 1e-4);
+}
+
 /// Drafts closer than this to their runner-up (in torch's logits) may go either way.
 const MARGIN: f64 = 1e-2;
 
@@ -501,6 +540,7 @@ gpu_tests!(
     a_different_draft_model_changes_nothing,
     the_draft_length_adapts_to_the_acceptance,
     mtp_changes_nothing,
+    mtp_reuses_a_conversations_prefix,
     mtp_matches_torch,
     verify_gives_the_greedy_token_after_each_row,
     an_mtp_draft_step_is_a_short_fixed_list,
