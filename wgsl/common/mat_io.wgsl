@@ -1,14 +1,15 @@
 // tandem:include common/step.wgsl
 // The bindings and parameters the matrix products share (matvec.wgsl, matvec_batch.wgsl,
 // matmul.wgsl): `mat()` builds one bind group for all three, so they declare it once, here.
-// Include-only; matvec adds binding 6 (its norm prologue's weights).
+// Include-only; matvec and matvec_batch add binding 6 (their norm prologue's weights).
 
 struct Params {
     n_rows: u32,    // rows of this weight chunk
     n_cols: u32,    // row length (matvec: a multiple of 8; matvec_batch, matmul: of 32)
     y_stride: u32,  // floats between output rows of consecutive tokens
     y_offset: u32,  // first output column (the chunk's first row)
-    flags: u32,     // bit 0: add bias; bit 1: accumulate into y; bit 2: RMSNorm prologue (matvec)
+    flags: u32,     // bit 0: add bias; bit 1: accumulate into y; bit 2: RMSNorm prologue
+                    // (matvec, matvec_batch); bit 3: GELU-tanh (matvec_batch's GLU, else SiLU)
     rows_mode: u32, // 0: all tokens, 1: the output rows (see common/step.wgsl)
     eps: f32,       // RMSNorm epsilon (matvec's prologue)
     _pad0: u32,

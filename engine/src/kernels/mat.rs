@@ -1,7 +1,8 @@
 //! Matrix products with the weights on the GPU: `mat` (the matvec kernel for one token, the
 //! small-batch matvec for 2 to [`MATVEC_BATCH`], the register-blocked matmul for more;
-//! matvec.wgsl, matvec_batch.wgsl, matmul.wgsl) and `matvec_glu` (the decode FFN input side in one
-//! dispatch; matvec_glu.wgsl), and the weight matrices they read ([`GpuWeight`]).
+//! matvec.wgsl, matvec_batch.wgsl, matmul.wgsl), `matvec_glu` and `glu_small` (the FFN input
+//! side in one dispatch, for decode and for the small passes; matvec_glu.wgsl, matvec_batch.wgsl),
+//! and the weight matrices they read ([`GpuWeight`]).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -93,8 +94,9 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
         stem: "matvec_batch",
         layout: MAT_LAYOUT,
-        // The bind group is the matvec's; only its norm prologue reads binding 6.
-        unused: &[6, 8],
+        // The bind group is the matvec's (binding 6: the norm prologue's weights), less x
+        // quantized.
+        unused: &[8],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG)],
     },
@@ -265,13 +267,16 @@ pub fn mat(
     opts: &MatOpts,
 ) -> Result<Vec<Dispatch>> {
     check_cols(w)?;
-    if opts.norm.is_some() && opts.when != When::Decode {
+    let coop = gpu.features.coop && opts.x_f16.is_some();
+    // The small passes' f32 kernel (matvec_batch.wgsl) has the prologue too.
+    let small_f32 = opts.when == When::Small && opts.x_q8.is_none();
+    if opts.norm.is_some() && opts.when != When::Decode && !small_f32 {
         return Err(crate::Error::InvalidArgument(
-            "the norm prologue exists only in the decode matvec".into(),
+            "the norm prologue exists only in the decode matvec and the small passes' f32 kernel"
+                .into(),
         ));
     }
     let mut out = Vec::new();
-    let coop = gpu.features.coop && opts.x_f16.is_some();
     if let Some(xh) = opts.x_f16.filter(|_| coop) {
         out.push(to_f16(gpu, x, xh, step, w.n_cols, opts.rows, opts.when)?);
     }
@@ -572,6 +577,101 @@ pub fn matvec_glu_with(
         move |_| grid_2d(n_rows.div_ceil(rows)),
     )
     .map(|d| Some(d.costs(move |_| mat_cost(bytes, 2 * n_rows, n_cols, 1, n_cols, fixed))))
+}
+
+/// `h[t, :] = act(gate) * up` for the tokens of the small passes (2 to [`MATVEC_BATCH`]) from
+/// x' (`x`, or RMSNorm(x) * norm_w with `norm`) and a gated FFN's gate/up weight of one chunk
+/// (gate rows, then up rows) on f32 x': matvec_batch.wgsl with `GLU`, in place of those passes'
+/// norm, product into gate/up and glu dispatch (the decode step's matvec_glu for a few tokens).
+/// `None` where gate and up are two chunks or the chunk's small passes take int8 x'
+/// ([`small_q8_pays`]).
+#[allow(clippy::too_many_arguments)]
+pub fn glu_small(
+    gpu: &Gpu,
+    gate_up: &GpuWeight,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    act: Activation,
+) -> Result<Option<Dispatch>> {
+    if gate_up.chunks.iter().any(|c| small_q8_pays(gpu, c)) {
+        return Ok(None);
+    }
+    glu_small_with(gpu, gate_up, x, h, step, dummy, norm, act, None)
+}
+
+/// [`glu_small`] on f32 x whatever the weight's type, in the given shape (at least 2 rows a
+/// workgroup: a gate and an up row) or (`None`) the one `mat` takes for the small passes over
+/// the weight; `None` where gate and up are two chunks.
+#[allow(clippy::too_many_arguments)]
+pub fn glu_small_with(
+    gpu: &Gpu,
+    gate_up: &GpuWeight,
+    x: &wgpu::Buffer,
+    h: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    norm: Option<(&wgpu::Buffer, f32)>,
+    act: Activation,
+    shape: Option<MatvecShape>,
+) -> Result<Option<Dispatch>> {
+    check_cols(gate_up)?;
+    let [chunk] = gate_up.chunks.as_slice() else {
+        return Ok(None);
+    };
+    let n_cols = gate_up.n_cols;
+    let shape =
+        shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, gate_up.n_rows, n_cols, chunk.ty));
+    let shape = MatvecShape {
+        rows: shape.rows.max(2),
+        int8: false,
+        ..shape
+    };
+    let mut key = shape.key(
+        gpu,
+        format!("matvec_batch_{}", qtype_suffix(chunk.ty)?),
+        MAT_LAYOUT,
+    )?;
+    key.constants.push(("GLU", 1));
+    let n_ff = gate_up.n_rows / 2;
+    let params = MatParams {
+        n_rows: n_ff,
+        n_cols,
+        y_stride: n_ff,
+        y_offset: 0,
+        flags: (norm.is_some() as u32) << 2 | ((act == Activation::GeluTanh) as u32) << 3,
+        rows_mode: Rows::Tokens.mode(),
+        eps: norm.map_or(0.0, |n| n.1),
+        _pad: 0,
+    };
+    let pbuf = gpu.uniform(&gate_up.name, &params);
+    let b = &chunk.buffer;
+    let outputs = shape.rows / 2;
+    let (bytes, fixed) = (b.size(), norm.map_or(0, |_| n_cols));
+    Dispatch::one(
+        gpu,
+        &gate_up.name,
+        &key,
+        &[
+            b,
+            x,
+            h,
+            dummy,
+            &pbuf,
+            step,
+            norm.map_or(dummy, |n| n.0),
+            b,
+            dummy,
+        ],
+        When::Small,
+        move |s| {
+            let [gx, gy, _] = grid_2d(n_ff.div_ceil(outputs));
+            [gx, gy, s.n_tokens.div_ceil(MATVEC_BATCH_GROUP)]
+        },
+    )
+    .map(|d| Some(d.costs(move |s| mat_cost(bytes, 2 * n_ff, n_cols, s.n_tokens, n_cols, fixed))))
 }
 
 /// The cost of a matrix product over `n` tokens of a weight chunk of `n_rows` x `n_cols` and

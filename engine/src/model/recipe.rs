@@ -353,9 +353,10 @@ impl<'a> Recorder<'a> {
         Ok(())
     }
 
-    /// `y = W RMSNorm(x) (+ bias)`: fused for decode; for small passes quantized with the norm
-    /// where `w` takes the small-batch kernel on int8 x'; otherwise the norm into `xn` then the
-    /// matmul (`keep_xn`: the norm into `xn` in every batched pass, for later readers).
+    /// `y = W RMSNorm(x) (+ bias)`: the norm in the matvec's prologue for decode, and in the
+    /// small-batch kernel's where `w` takes it on f32 x (unless `keep_xn`); for small passes on
+    /// int8 x', quantized with the norm; otherwise the norm into `xn` then the matmul (`keep_xn`:
+    /// the norm into `xn` in every batched pass, for later readers).
     fn normed_mat(
         &mut self,
         w: &GpuWeight,
@@ -365,42 +366,54 @@ impl<'a> Recorder<'a> {
         keep_xn: bool,
     ) -> Result<()> {
         let (eps, a) = (self.model.config.rms_eps, self.a);
-        let decode = MatOpts {
-            bias,
-            norm: Some((norm_w, eps)),
-            when: When::Decode,
-            ..Default::default()
+        let norm = Some((norm_w, eps));
+        let (any_q8, all_q8) = self.small_q8(w);
+        let small_prologue = !any_q8 && !keep_xn;
+        let fused = if small_prologue {
+            [When::Decode, When::Small].as_slice()
+        } else {
+            &[When::Decode]
         };
-        self.mat(w, &a.x, y, &decode)?;
-        let x_q8 = self.normed_input(w, norm_w, keep_xn)?;
+        for &when in fused {
+            let opts = MatOpts {
+                bias,
+                norm,
+                when,
+                ..Default::default()
+            };
+            self.mat(w, &a.x, y, &opts)?;
+        }
+        // The small passes read xn where some chunks of w take int8 x' and others f32 x.
+        let small_xn = keep_xn || (any_q8 && !all_q8);
+        let x_q8 = self.normed_input(w, norm_w, small_xn)?;
         let batch = MatOpts {
             bias,
-            when: When::Batch,
+            when: if small_prologue {
+                When::Large
+            } else {
+                When::Batch
+            },
             ..Default::default()
         };
         self.mat_from(w, &a.xn, x_q8, y, &batch)
     }
 
     /// A batched pass's input to `w`, RMSNorm(x) * `norm_w`: quantized with the norm for the
-    /// small passes where `w` takes int8 x' (returned), and into `xn` for the passes that read
-    /// it there (every batched pass with `keep_xn`, for later readers, or where a chunk of `w`
-    /// reads f32 x; else only the long ones).
+    /// small passes where `w` takes int8 x' (returned), and into `xn` for the long passes and,
+    /// with `small_xn`, the small ones (for a chunk of `w` on f32 x, or later readers).
     fn normed_input(
         &mut self,
         w: &GpuWeight,
         norm_w: &wgpu::Buffer,
-        keep_xn: bool,
+        small_xn: bool,
     ) -> Result<Option<&'a wgpu::Buffer>> {
         let (eps, a) = (self.model.config.rms_eps, self.a);
-        let (any_q8, all_q8) = self.small_q8(w);
-        let x_q8 = any_q8
+        let x_q8 = self
+            .small_q8(w)
+            .0
             .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Some((norm_w, eps))))
             .transpose()?;
-        let when = if all_q8 && !keep_xn {
-            When::Large
-        } else {
-            When::Batch
-        };
+        let when = if small_xn { When::Batch } else { When::Large };
         self.norm(&a.x, norm_w, &a.xn, false, when)?;
         Ok(x_q8)
     }
@@ -430,9 +443,10 @@ impl<'a> Recorder<'a> {
     }
 
     /// The FFN's input side into `hidden`: one fused matvec (norm, gate, up, activation) for
-    /// decode when gate and up share a buffer; for batches the norm into `xn` (unless
-    /// `batch_norm` is false: an earlier dispatch of this layer made it), the matmul and the
-    /// activation.
+    /// decode when gate and up share a buffer, and one small-batch dispatch for the small passes
+    /// where they also take f32 x ([`kernels::glu_small`]); for the other batches the norm into
+    /// `xn` (unless `batch_norm` is false: an earlier dispatch of this layer made it), the
+    /// matmul and the activation.
     fn ffn_in(&mut self, l: &Layer, f: &DenseFfn, batch_norm: bool) -> Result<()> {
         let (c, a) = (&self.model.config, self.a);
         let norm = Some((&l.ffn_norm, c.rms_eps));
@@ -445,10 +459,33 @@ impl<'a> Recorder<'a> {
             norm,
             c.activation,
         )?;
+        // The small passes on f32 x take the norm, gate/up and activation in one dispatch too
+        // (both want gate and up in one chunk, so `fused` is there where `small` is).
+        let (small_x, small_norm) = if batch_norm {
+            (&a.x, norm)
+        } else {
+            (&a.xn, None)
+        };
+        let small = kernels::glu_small(
+            self.gpu,
+            &f.gate_up,
+            small_x,
+            &a.hidden,
+            &a.step,
+            &a.dummy,
+            small_norm,
+            c.activation,
+        )?;
+        let batch_when = if small.is_some() {
+            When::Large
+        } else {
+            When::Batch
+        };
+        self.d.extend(small);
         let glu_when = match fused {
             Some(fd) => {
                 self.d.push(fd);
-                When::Batch
+                batch_when
             }
             None => {
                 let decode = MatOpts {
@@ -460,16 +497,18 @@ impl<'a> Recorder<'a> {
                 When::Always
             }
         };
+        let (any_q8, all_q8) = self.small_q8(&f.gate_up);
         // Without `batch_norm`, xn is an earlier dispatch's: small passes quantize it as it is.
         let x_q8 = if batch_norm {
-            self.normed_input(&f.gate_up, &l.ffn_norm, false)?
-        } else if self.small_q8(&f.gate_up).0 {
+            let small_xn = batch_when == When::Batch && !all_q8;
+            self.normed_input(&f.gate_up, &l.ffn_norm, small_xn)?
+        } else if any_q8 {
             Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, None)?)
         } else {
             None
         };
         let batch = MatOpts {
-            when: When::Batch,
+            when: batch_when,
             ..Default::default()
         };
         self.mat_from(&f.gate_up, &a.xn, x_q8, &a.gate_up, &batch)?;

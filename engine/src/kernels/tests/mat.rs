@@ -405,16 +405,7 @@ async fn matvec_glu_every_type() {
                 let xn = norm_read(shape, t.ty, &x, &nw, 1e-6);
                 let gu = matvec_ref(&w, &xn, 2 * n_ff, cols);
                 let want: Vec<f32> = (0..n_ff)
-                    .map(|i| {
-                        let g = gu[i];
-                        let a = match act {
-                            Activation::Silu => g / (1.0 + (-g).exp()),
-                            Activation::GeluTanh => {
-                                0.5 * g * (1.0 + (0.797_884_6 * (g + 0.044715 * g * g * g)).tanh())
-                            }
-                        };
-                        a * gu[n_ff + i]
-                    })
+                    .map(|i| act_ref(act, gu[i]) * gu[n_ff + i])
                     .collect();
                 // The gguf-py fixture rows reach |h| ~ 1e4 (Q6_K's int8 scales): relative bound.
                 let mag = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
@@ -443,6 +434,99 @@ async fn matvec_glu_every_type() {
                 );
             }
         }
+    }
+}
+
+/// The small passes' f32 kernel with the norm prologue and with GLU (matvec_batch.wgsl):
+/// `kernels::mat` with the norm for 2 to 16 tokens (a decode or long pass skips it), and
+/// `kernels::glu_small_with` from x with the norm and from x' without, every type, both
+/// activations, n_ff that fill a workgroup and not, in the adapter's shape (Q4_K: every shape of
+/// `mat_shapes`, at least 2 rows with GLU), against `reference(dequant(w), RMSNorm(x) * norm_w)`
+/// per token.
+async fn small_passes_norm_prologue_and_glu() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    let eps = 1e-5;
+    for (ti, ty) in gpu_types().into_iter().enumerate() {
+        let cols = cols_for(ty)[1];
+        let nw = random_f32(300 + ti as u64, cols, 1.5);
+        let nb = upload(&gpu, "norm", &nw);
+        for (act, n_ff) in [(Activation::Silu, 5usize), (Activation::GeluTanh, 34)] {
+            let rows = 2 * n_ff;
+            let (bytes, w) = random_weight(ty, rows, cols, 400 + ti as u64);
+            let gw = weight(&gpu, ty, &bytes, rows, cols, &[]);
+            for n in [2usize, 5, 16] {
+                let x = random_f32(n as u64 + 31 * ti as u64, n * cols, 2.0);
+                let xn: Vec<f32> = x
+                    .chunks(cols)
+                    .flat_map(|xt| rmsnorm_ref(xt, &nw, eps))
+                    .collect();
+                let (gu, mag) = mat_ref(
+                    &w,
+                    &xn,
+                    (n, rows, cols, rows),
+                    None,
+                    &vec![0.0; n * rows],
+                    false,
+                );
+                let (xb, xnb) = (upload(&gpu, "x", &x), upload(&gpu, "xn", &xn));
+                let want_h: Vec<f32> = (0..n * n_ff)
+                    .map(|i| {
+                        let (t, r) = (i / n_ff, i % n_ff);
+                        act_ref(act, gu[t * rows + r]) * gu[t * rows + n_ff + r]
+                    })
+                    .collect();
+                // An error e in gate and up moves h by about |up| e + |act(gate)| e.
+                let largest = gu.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+                let h_tol = 2.5 * REL_TOL * mag * largest;
+                let s = StepInfo::new(n as u32, 0, 1);
+                let shapes: Vec<Option<MatvecShape>> = if ty == GgmlType::Q4K {
+                    mat_shapes(&gpu).into_iter().map(Some).collect()
+                } else {
+                    vec![None]
+                };
+                for shape in shapes {
+                    let shown = shape.map_or("adapter's shape".into(), |s| shape_name(&gpu, s));
+                    let name = format!("{ty} n_ff {n_ff} tokens {n} {shown}");
+                    let yb = gpu.storage("y", (n * rows * 4) as u64).unwrap();
+                    let opts = MatOpts {
+                        norm: Some((&nb, eps)),
+                        when: When::Small,
+                        matvec: shape,
+                        ..Default::default()
+                    };
+                    let d = kernels::mat(&gpu, &gw, &xb, &yb, &step, &dummy, &opts).unwrap();
+                    for other in [StepInfo::new(1, 0, 1), StepInfo::new(17, 0, 1)] {
+                        assert!(d.iter().all(|d| (d.grid)(&other).is_none()), "{name}");
+                    }
+                    run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+                    let got = read(&gpu, &yb, n * rows).await;
+                    let tol = REL_TOL * mag;
+                    assert_close("matvec_batch+norm", &name, &got, &gu, NMSE_TOL, tol);
+                    for (input, norm) in [(&xb, Some((&nb, eps))), (&xnb, None)] {
+                        let hb = gpu.storage("h", (n * n_ff * 4) as u64).unwrap();
+                        let d = kernels::glu_small_with(
+                            &gpu, &gw, input, &hb, &step, &dummy, norm, act, shape,
+                        )
+                        .unwrap()
+                        .expect("one chunk");
+                        run_dispatches(&gpu, &[&d], s, &step).await;
+                        let got = read(&gpu, &hb, n * n_ff).await;
+                        let name = format!("{name} {act:?} norm {}", norm.is_some());
+                        assert_close("matvec_batch (GLU)", &name, &got, &want_h, NMSE_TOL, h_tol);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// act(g) of a gated FFN, as common/act.wgsl computes it.
+fn act_ref(act: Activation, g: f32) -> f32 {
+    match act {
+        Activation::Silu => g / (1.0 + (-g).exp()),
+        Activation::GeluTanh => 0.5 * g * (1.0 + (0.797_884_6 * (g + 0.044715 * g * g * g)).tanh()),
     }
 }
 
@@ -712,6 +796,7 @@ super::gpu_tests!(
     mat_every_type_and_shape,
     matvec_norm_prologue_and_output_rows,
     matvec_glu_every_type,
+    small_passes_norm_prologue_and_glu,
     mat_random_blocks_every_type_shape_and_flag,
     small_batch_q8_every_type,
     mat_output_rows_every_type
