@@ -14,11 +14,11 @@
 // or RMSNorm(x) * norm_w with flags bit 2 (the FFN norm in the prologue, folded into the row
 // pass: common/rms_fold.wgsl). Routes whose expert lies outside this weight chunk
 // [e0, e0 + n_exp) are left to the dispatch of the chunk that holds it.
-// With flags bit 3, in a decode step (one token: k workgroup rows), each workgroup first routes
-// the token itself from the router logits (common/route.wgsl, as moe_router does; layers of at
-// most MAX_E experts), and the workgroups of the first rows write their route (id, weight) for
-// moe_down; otherwise the routes come from moe_router. Passes of several tokens keep moe_router:
-// there each of their k n_tokens workgroup rows would repeat its token's routing.
+// With flags bit 3 (layers of at most MAX_E experts), each workgroup first routes its route's
+// token itself from the router logits (common/route.wgsl, as moe_router does) and the workgroups
+// of the first grid column write the routes (id, weight) for moe_down, so the pass has no
+// moe_router dispatch; otherwise the routes come from moe_router. Each of a token's k workgroup
+// rows repeats its routing, in a decode step as in a pass of a few tokens.
 // Weight layout (made at load from ffn_gate_exps and ffn_up_exps, [n_expert, n_ff, n_embd] each):
 // per expert its n_ff gate rows then its n_ff up rows, so expert e - e0 starts at row
 // 2 * n_ff * (e - e0) of the chunk.
@@ -34,8 +34,7 @@ override ROWS: u32 = 4u;
 override RPT: u32 = 1u;  // rows per thread group: 1, 2 or 4, dividing ROWS
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        inv: Invocation) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let threads = WG * RPT / ROWS;
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
@@ -43,7 +42,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let j = wg.y;
     let xo = j / p.k * (p.n_cols / 4u);  // the route's token's row of x
     rms_row = xo;
-    let e = route_expert(j, wg.x, nwg.y, inv.lid);
+    let e = route_expert(j, wg.x, inv.lid);
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
     var d = GluDots(vec4<f32>(0.0), vec4<f32>(0.0));
     if (mine && row0 < p.n_ff) {

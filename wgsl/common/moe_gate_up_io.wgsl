@@ -27,18 +27,18 @@ struct Params {
 @group(0) @binding(7) var<storage, read> logits: array<f32>;         // [n_tokens, n_expert]
 @group(0) @binding(8) var<storage, read> bias: array<f32>;           // [n_expert] or unused
 
-// The expert of route j (a workgroup row of the grid [n_ff / ROWS, nwg_y]): in a decode step with
-// flags bit 3 (nwg_y == k: one token), routed here from the router logits (common/route.wgsl, as
-// moe_router does), and the workgroups of grid column 0 write the route (id, weight) for
-// moe_down; otherwise read from moe_router's routes. Every invocation calls it, in uniform
-// control flow.
-fn route_expert(j: u32, wg_x: u32, nwg_y: u32, lid: u32) -> u32 {
-    if ((p.flags & 8u) != 0u && nwg_y == p.k) {
-        let k = route_token(p.route, 0u, lid);
-        let e = chosen[j];
+// The expert of route j (a workgroup row of the grid [n_ff / ROWS, k n_tokens]): with flags bit 3,
+// routed here from its token's router logits (common/route.wgsl, as moe_router does), and the
+// workgroups of grid column 0 write the route (id, weight) for moe_down; otherwise read from
+// moe_router's routes. Every invocation calls it, in uniform control flow.
+fn route_expert(j: u32, wg_x: u32, lid: u32) -> u32 {
+    if ((p.flags & 8u) != 0u) {
+        let i = j % p.k;  // the route's rank among its token's
+        let k = route_token(p.route, j / p.k, lid);
+        let e = chosen[i];
         if (wg_x == 0u && lid == 0u) {
             route[j * 2u] = e;
-            route[j * 2u + 1u] = bitcast<u32>(route_source(p.route, j) * route_factor(p.route, k));
+            route[j * 2u + 1u] = bitcast<u32>(route_source(p.route, i) * route_factor(p.route, k));
         }
         return e;
     }

@@ -596,10 +596,16 @@ pub fn glu_small(
     norm: Option<(&wgpu::Buffer, f32)>,
     act: Activation,
 ) -> Result<Option<Dispatch>> {
-    if gate_up.chunks.iter().any(|c| small_q8_pays(gpu, c)) {
+    if !takes_glu_small(gpu, gate_up) {
         return Ok(None);
     }
     glu_small_with(gpu, gate_up, x, h, step, dummy, norm, act, None)
+}
+
+/// Whether the small passes take `gate_up` (a gated FFN's gate/up weight) in one [`glu_small`]
+/// dispatch: one chunk, which they take on f32 x.
+pub fn takes_glu_small(gpu: &Gpu, gate_up: &GpuWeight) -> bool {
+    matches!(gate_up.chunks.as_slice(), [c] if !small_q8_pays(gpu, c))
 }
 
 /// [`glu_small`] on f32 x whatever the weight's type, in the given shape (at least 2 rows a

@@ -38,7 +38,7 @@ pub use embed::embed;
 pub use glu::{glu, Activation};
 pub use mat::{
     glu_small, glu_small_with, mat, matvec_glu, matvec_glu_with, q8_bytes, quantize_q8,
-    small_q8_pays, takes_small_q8, GpuWeight, MatOpts, WeightChunk,
+    small_q8_pays, takes_glu_small, takes_small_q8, GpuWeight, MatOpts, WeightChunk,
 };
 pub use norm::{rmsnorm, NormOpts};
 pub use rope::{rope_store, Heads, KvBuffers, KvType, RopeConfig};

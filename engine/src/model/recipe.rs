@@ -125,7 +125,7 @@ impl<'a> Recorder<'a> {
     fn attention_block(&mut self, il: u32, l: &Layer, kv: &LayerKv) -> Result<()> {
         let (c, a) = (&self.model.config, self.a);
         let sliding = c.is_sliding(il);
-        self.normed_mat(&l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref(), false)?;
+        self.normed_mat(&l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref(), None)?;
         let qk_norm = match (&l.q_norm, &l.k_norm) {
             (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
             _ => None,
@@ -193,8 +193,13 @@ impl<'a> Recorder<'a> {
                 "an MoE layer in a model without MoE metadata".into(),
             ));
         };
-        // Batched passes: the norm into xn, which the experts read too.
-        self.normed_mat(&m.router, &l.ffn_norm, &mb.logits, None, true)?;
+        // xn for the passes whose experts read it (past the per-route kernels' tokens), and for
+        // the small ones where the shared expert does.
+        let later_xn = match &m.shared {
+            Some(sh) if !kernels::takes_glu_small(self.gpu, &sh.gate_up) => When::Batch,
+            _ => When::MoreThan(moe::PER_ROUTE_MAX),
+        };
+        self.normed_mat(&m.router, &l.ffn_norm, &mb.logits, None, Some(later_xn))?;
         // The shared expert's input side reads x (or xn), so it goes before anything adds to x.
         if let Some(sh) = &m.shared {
             self.ffn_in(l, sh, false)?;
@@ -354,21 +359,21 @@ impl<'a> Recorder<'a> {
     }
 
     /// `y = W RMSNorm(x) (+ bias)`: the norm in the matvec's prologue for decode, and in the
-    /// small-batch kernel's where `w` takes it on f32 x (unless `keep_xn`); for small passes on
-    /// int8 x', quantized with the norm; otherwise the norm into `xn` then the matmul (`keep_xn`:
-    /// the norm into `xn` in every batched pass, for later readers).
+    /// small-batch kernel's where the small passes take `w` on f32 x; quantized with the norm for
+    /// the small passes on int8 x'; otherwise the norm into `xn`, then the product. `later_xn`:
+    /// the batched passes (the long ones among them) in which later dispatches read xn too.
     fn normed_mat(
         &mut self,
         w: &GpuWeight,
         norm_w: &wgpu::Buffer,
         y: &wgpu::Buffer,
         bias: Option<&wgpu::Buffer>,
-        keep_xn: bool,
+        later_xn: Option<When>,
     ) -> Result<()> {
         let (eps, a) = (self.model.config.rms_eps, self.a);
         let norm = Some((norm_w, eps));
         let (any_q8, all_q8) = self.small_q8(w);
-        let small_prologue = !any_q8 && !keep_xn;
+        let small_prologue = !any_q8;
         let fused = if small_prologue {
             [When::Decode, When::Small].as_slice()
         } else {
@@ -383,9 +388,14 @@ impl<'a> Recorder<'a> {
             };
             self.mat(w, &a.x, y, &opts)?;
         }
-        // The small passes read xn where some chunks of w take int8 x' and others f32 x.
-        let small_xn = keep_xn || (any_q8 && !all_q8);
-        let x_q8 = self.normed_input(w, norm_w, small_xn)?;
+        // The norm into xn for the long passes, the small ones where some chunks of w take int8
+        // x' and others f32 x, and `later_xn`.
+        let xn_when = if any_q8 && !all_q8 {
+            When::Batch
+        } else {
+            later_xn.unwrap_or(When::Large)
+        };
+        let x_q8 = self.normed_input(w, norm_w, xn_when)?;
         let batch = MatOpts {
             bias,
             when: if small_prologue {
@@ -399,13 +409,13 @@ impl<'a> Recorder<'a> {
     }
 
     /// A batched pass's input to `w`, RMSNorm(x) * `norm_w`: quantized with the norm for the
-    /// small passes where `w` takes int8 x' (returned), and into `xn` for the long passes and,
-    /// with `small_xn`, the small ones (for a chunk of `w` on f32 x, or later readers).
+    /// small passes where `w` takes int8 x' (returned), and into `xn` for the passes `xn_when`
+    /// (the long ones among them).
     fn normed_input(
         &mut self,
         w: &GpuWeight,
         norm_w: &wgpu::Buffer,
-        small_xn: bool,
+        xn_when: When,
     ) -> Result<Option<&'a wgpu::Buffer>> {
         let (eps, a) = (self.model.config.rms_eps, self.a);
         let x_q8 = self
@@ -413,8 +423,7 @@ impl<'a> Recorder<'a> {
             .0
             .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Some((norm_w, eps))))
             .transpose()?;
-        let when = if small_xn { When::Batch } else { When::Large };
-        self.norm(&a.x, norm_w, &a.xn, false, when)?;
+        self.norm(&a.x, norm_w, &a.xn, false, xn_when)?;
         Ok(x_q8)
     }
 
@@ -444,9 +453,9 @@ impl<'a> Recorder<'a> {
 
     /// The FFN's input side into `hidden`: one fused matvec (norm, gate, up, activation) for
     /// decode when gate and up share a buffer, and one small-batch dispatch for the small passes
-    /// where they also take f32 x ([`kernels::glu_small`]); for the other batches the norm into
-    /// `xn` (unless `batch_norm` is false: an earlier dispatch of this layer made it), the
-    /// matmul and the activation.
+    /// where they also take f32 x ([`kernels::glu_small`]), both from x; for the other batches
+    /// the norm into `xn` (unless `batch_norm` is false: an earlier dispatch of this layer made
+    /// it), the matmul and the activation.
     fn ffn_in(&mut self, l: &Layer, f: &DenseFfn, batch_norm: bool) -> Result<()> {
         let (c, a) = (&self.model.config, self.a);
         let norm = Some((&l.ffn_norm, c.rms_eps));
@@ -461,19 +470,14 @@ impl<'a> Recorder<'a> {
         )?;
         // The small passes on f32 x take the norm, gate/up and activation in one dispatch too
         // (both want gate and up in one chunk, so `fused` is there where `small` is).
-        let (small_x, small_norm) = if batch_norm {
-            (&a.x, norm)
-        } else {
-            (&a.xn, None)
-        };
         let small = kernels::glu_small(
             self.gpu,
             &f.gate_up,
-            small_x,
+            &a.x,
             &a.hidden,
             &a.step,
             &a.dummy,
-            small_norm,
+            norm,
             c.activation,
         )?;
         let batch_when = if small.is_some() {
@@ -500,8 +504,12 @@ impl<'a> Recorder<'a> {
         let (any_q8, all_q8) = self.small_q8(&f.gate_up);
         // Without `batch_norm`, xn is an earlier dispatch's: small passes quantize it as it is.
         let x_q8 = if batch_norm {
-            let small_xn = batch_when == When::Batch && !all_q8;
-            self.normed_input(&f.gate_up, &l.ffn_norm, small_xn)?
+            let xn_when = if batch_when == When::Batch && !all_q8 {
+                When::Batch
+            } else {
+                When::Large
+            };
+            self.normed_input(&f.gate_up, &l.ffn_norm, xn_when)?
         } else if any_q8 {
             Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, None)?)
         } else {
