@@ -9,7 +9,7 @@ struct Params {
     y_stride: u32,  // floats between output rows of consecutive tokens
     y_offset: u32,  // first output column (the chunk's first row)
     flags: u32,     // bit 0: add bias; bit 1: accumulate into y; bit 2: RMSNorm prologue
-                    // (matvec, matvec_batch); bit 3: GELU-tanh (matvec_batch's GLU, else SiLU)
+                    // (matvec; matvec_batch's NORM); bit 3: GELU-tanh (matvec_batch's GLU)
     rows_mode: u32, // 0: all tokens, 1: the output rows (see common/step.wgsl)
     eps: f32,       // RMSNorm epsilon (matvec's prologue)
     _pad0: u32,

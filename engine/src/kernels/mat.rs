@@ -313,7 +313,8 @@ pub fn mat(
                     ..shape
                 };
                 let kernel = format!("matvec_batch_{q}");
-                let key = f32_shape.key(gpu, kernel, MAT_LAYOUT)?;
+                let mut key = f32_shape.key(gpu, kernel, MAT_LAYOUT)?;
+                key.constants.push(("NORM", opts.norm.is_some() as u32));
                 (
                     vec![(MATVEC_BATCH_GROUP, gpu.pipeline(&key)?)],
                     f32_shape.rows,
@@ -640,7 +641,8 @@ pub fn glu_small_with(
         format!("matvec_batch_{}", qtype_suffix(chunk.ty)?),
         MAT_LAYOUT,
     )?;
-    key.constants.push(("GLU", 1));
+    key.constants
+        .extend([("GLU", 1), ("NORM", norm.is_some() as u32)]);
     let n_ff = gate_up.n_rows / 2;
     let params = MatParams {
         n_rows: n_ff,
