@@ -524,6 +524,26 @@ fn decoding_ahead_matches_plain_decoding() {
     }
 }
 
+/// The trained MoE+MTP demo model (tests/fixtures, bench/mtp-model) and its tokenizer.
+fn demo_mtp_model() -> (Tokenizer, Arc<Model>) {
+    let src = MmapSource::open(&repo().join("tests/fixtures/glm4moe-mtp-demo-q8_0.gguf")).unwrap();
+    let g = Gguf::parse(&src).unwrap();
+    let tok = Tokenizer::from_gguf(&g).unwrap();
+    let model = pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap();
+    (tok, Arc::new(model))
+}
+
+/// A session of `ctx` positions on the demo model, prompts in chunks of 32.
+fn demo_session(model: &Arc<Model>, ctx: u32) -> Session {
+    let opts = SessionOptions {
+        ctx,
+        ubatch: 32,
+        outputs: 32,
+        ..Default::default()
+    };
+    pollster::block_on(Session::new(model.clone(), opts)).unwrap()
+}
+
 /// A conversation with the demo model whose turns extend each other (the last prompt, what was
 /// generated, more text): the MTP session reuses its cached prefix, where the MTP layer's pairs
 /// stop short of the target's (the last round's verified tokens' pairs wait for the next
@@ -533,19 +553,8 @@ fn decoding_ahead_matches_plain_decoding() {
 fn demo_mtp_model_continues_a_conversation() {
     use tandem_engine::generate::{generate_with, GenerateOptions};
     use tandem_engine::speculative::Drafter;
-    let src = MmapSource::open(&repo().join("tests/fixtures/glm4moe-mtp-demo-q8_0.gguf")).unwrap();
-    let g = Gguf::parse(&src).unwrap();
-    let tok = Tokenizer::from_gguf(&g).unwrap();
-    let model = Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
-    let session = || {
-        let opts = SessionOptions {
-            ctx: 160,
-            ubatch: 32,
-            outputs: 32,
-            ..Default::default()
-        };
-        pollster::block_on(Session::new(model.clone(), opts)).unwrap()
-    };
+    let (tok, model) = demo_mtp_model();
+    let session = || demo_session(&model, 160);
     let (mut plain, mut spec) = (session(), session());
     let mut prompt = tok
         .encode("The Congress shall have power", true, false)
@@ -587,22 +596,8 @@ fn demo_mtp_model_continues_a_conversation() {
 fn demo_mtp_model_speculation_changes_nothing() {
     use tandem_engine::generate::{generate_with, GenerateOptions};
     use tandem_engine::speculative::{Drafter, SpecStats};
-    let src = MmapSource::open(&repo().join("tests/fixtures/glm4moe-mtp-demo-q8_0.gguf")).unwrap();
-    let g = Gguf::parse(&src).unwrap();
-    let tok = Tokenizer::from_gguf(&g).unwrap();
-    let model = Arc::new(pollster::block_on(Model::load(gpu(), &g, &src, &mut |_| {})).unwrap());
-    let session = || {
-        pollster::block_on(Session::new(
-            model.clone(),
-            SessionOptions {
-                ctx: 128,
-                ubatch: 32,
-                outputs: 32,
-                ..Default::default()
-            },
-        ))
-        .unwrap()
-    };
+    let (tok, model) = demo_mtp_model();
+    let session = || demo_session(&model, 128);
     let (mut plain, mut spec) = (session(), session());
     let opts = GenerateOptions {
         max_tokens: 24,

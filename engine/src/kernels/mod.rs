@@ -14,6 +14,7 @@ pub mod argmax;
 pub mod attention;
 pub mod dispatch;
 pub mod embed;
+pub mod ffn_in;
 pub mod glu;
 pub mod mat;
 pub mod moe;
@@ -35,10 +36,10 @@ pub use attention::{
 };
 pub use dispatch::{Cost, CostRule, Dispatch, Grid, Row, Rows, Seqs, StepInfo, StepUniform, When};
 pub use embed::embed;
+pub use ffn_in::{glu_small, glu_small_with, matvec_glu, matvec_glu_with, takes_glu_small};
 pub use glu::{glu, Activation};
 pub use mat::{
-    glu_small, glu_small_with, mat, matvec_glu, matvec_glu_with, q8_bytes, quantize_q8,
-    small_q8_pays, takes_glu_small, takes_small_q8, GpuWeight, MatOpts, WeightChunk,
+    mat, q8_bytes, quantize_q8, small_q8_pays, takes_small_q8, GpuWeight, MatOpts, WeightChunk,
 };
 pub use norm::{rmsnorm, NormOpts};
 pub use rope::{rope_store, Heads, KvBuffers, KvType, RopeConfig};
@@ -56,6 +57,7 @@ pub(crate) use dispatch::{f32s, grid_2d, key, qtype_suffix, IN2_OUT_LAYOUT, IN_O
 #[cfg(test)]
 pub(crate) const BINDS: &[&[KernelBinds]] = &[
     mat::BINDS,
+    ffn_in::BINDS,
     glu::BINDS,
     embed::BINDS,
     norm::BINDS,
