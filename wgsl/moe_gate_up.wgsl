@@ -34,7 +34,8 @@ override ROWS: u32 = 4u;
 override RPT: u32 = 1u;  // rows per thread group: 1, 2 or 4, dividing ROWS
 
 @compute @workgroup_size(WG)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        inv: Invocation) {
     let threads = WG * RPT / ROWS;
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
@@ -42,7 +43,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let j = wg.y;
     let xo = j / p.k * (p.n_cols / 4u);  // the route's token's row of x
     rms_row = xo;
-    let e = route_expert(j, wg.x, inv.lid);
+    let e = route_expert(j, wg.x, nwg.y, inv.lid);
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
     var d = GluDots(vec4<f32>(0.0), vec4<f32>(0.0));
     if (mine && row0 < p.n_ff) {

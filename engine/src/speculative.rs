@@ -234,7 +234,7 @@ pub async fn step(
             target.truncate(pos0 + k as u32 + 1);
             (drafts, k, next)
         }
-        // Drafting, verification and the roll-back in one submit.
+        // Drafting, verification and the roll-back on the GPU, one readback.
         Drafter::Mtp => target.mtp_round(last, n, sampler).await?,
     };
     stats.drafted += drafts.len();

@@ -27,12 +27,16 @@ struct Params {
 @group(0) @binding(7) var<storage, read> logits: array<f32>;         // [n_tokens, n_expert]
 @group(0) @binding(8) var<storage, read> bias: array<f32>;           // [n_expert] or unused
 
-// The expert of route j (a workgroup row of the grid [n_ff / ROWS, k n_tokens]): with flags bit 3,
-// routed here from its token's router logits (common/route.wgsl, as moe_router does), and the
-// workgroups of grid column 0 write the route (id, weight) for moe_down; otherwise read from
-// moe_router's routes. Every invocation calls it, in uniform control flow.
-fn route_expert(j: u32, wg_x: u32, lid: u32) -> u32 {
-    if ((p.flags & 8u) != 0u) {
+// The expert of route j (a workgroup row of the grid [n_ff / ROWS, nwg_y = k n_tokens]): in a
+// decode step with flags bit 3 (nwg_y == k), routed here from the token's router logits
+// (common/route.wgsl, as moe_router does), and the workgroups of grid column 0 write the route
+// (id, weight) for moe_down; otherwise read from moe_router's routes. Passes of several tokens
+// keep moe_router: there each of a token's k workgroup rows would repeat its routing in every
+// wave of the grid (on the H200, a 4-token pass of the Qwen3-30B-A3B shape 6% slower, an 8-token
+// one 13%; bench/RESULTS.md, twenty-ninth session). Every invocation calls it, in uniform
+// control flow.
+fn route_expert(j: u32, wg_x: u32, nwg_y: u32, lid: u32) -> u32 {
+    if ((p.flags & 8u) != 0u && nwg_y == p.k) {
         let i = j % p.k;  // the route's rank among its token's
         let k = route_token(p.route, j / p.k, lid);
         let e = chosen[i];

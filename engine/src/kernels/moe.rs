@@ -118,9 +118,9 @@ struct GateUpParams {
 
 /// Passes of up to [`PER_ROUTE_MAX`] tokens: `h[t k + j, :] = act(G_e x'[t]) * (U_e x'[t])` for
 /// each token's k routes, over the stacked gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) *
-/// norm weights when `norm` is given. Over layers of at most [`ROUTE_IN_GATE_UP_MAX`] experts the
-/// kernel routes each token itself from `logits` and `bias` (what moe_router does) and writes
-/// `route` for moe_down; otherwise it reads `route`.
+/// norm weights when `norm` is given. In decode steps over layers of at most
+/// [`ROUTE_IN_GATE_UP_MAX`] experts the kernel routes the token itself from `logits` and `bias`
+/// (what moe_router does) and writes `route` for moe_down; otherwise it reads `route`.
 /// `shape`: rows per workgroup and variant as for the matvec, or (`None`) the adapter's choice for
 /// the routes' rows, `n_ff k` of them ([`MatvecShape::for_matrix`]). One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
@@ -160,7 +160,7 @@ pub fn gate_up(
         let pbuf = gpu.uniform(&ex.name, &params);
         let k = r.k;
         let (bytes, cols, n_expert, n_exp) = (c.buffer.size(), ex.n_cols, r.n_expert, c.n_exp);
-        // Each token's x and routes (and router logits, where it routes), the norm weights.
+        // Each token's x and routes (and a decode step's router logits), the norm weights.
         let norm_cols = cols as u64 * norm.is_some() as u64;
         let logit_cols = n_expert as u64 * self_route as u64;
         out.push(
@@ -183,7 +183,8 @@ pub fn gate_up(
                 move |s| [n_ff.div_ceil(rows), k * s.n_tokens, 1],
             )?
             .costs(move |s| {
-                let per_token = cols as u64 + 2 * k as u64 + logit_cols;
+                let logits = if s.n_tokens == 1 { logit_cols } else { 0 };
+                let per_token = cols as u64 + 2 * k as u64 + logits;
                 let act = f32s(s.n_tokens as u64 * per_token + norm_cols);
                 expert_cost(bytes, 2 * n_ff, cols, n_expert, k, n_exp, s, act)
             }),

@@ -1,6 +1,6 @@
 //! Multi-token prediction in a session: the MTP layer's KV cache follows the target's, and a
 //! speculative round drafts with the MTP layer chained on the GPU and verifies in one target
-//! pass, in one submit with one readback.
+//! pass, with one readback.
 //!
 //! MTP position `j` holds the pair (`h_j`, `t_{j+1}`): the target's hidden state at position `j`
 //! (after its final norm) and the token after it, so the layer's output there predicts
@@ -245,32 +245,30 @@ impl Session {
         Ok(first)
     }
 
-    /// Records `draft_steps` MTP draft steps chained on the GPU: the first (shape `first`) makes
-    /// the pending pairs, from the hidden states in `bufs.h` and the tokens in `bufs.tokens`,
-    /// each later one the pair of the previous one's head norm and greedy draft; the first `n`
-    /// drafts go to the target's token ids after `last` and to `drafts`.
-    fn record_drafts(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        first: StepInfo,
-        draft_steps: u32,
-        n: usize,
-    ) {
+    /// Records and submits `draft_steps` MTP draft steps chained on the GPU, one submit each (so
+    /// that the GPU starts on the first while the host records the rest of the round): the first
+    /// (shape `first`) makes the pending pairs, from the hidden states in `bufs.h` and the tokens
+    /// in `bufs.tokens`, each later one the pair of the previous one's head norm and greedy
+    /// draft; the first `n` drafts go to the target's token ids after `last` and to `drafts`.
+    fn submit_drafts(&self, first: StepInfo, draft_steps: u32, n: usize) {
         let m = self.mtp.as_ref().expect("an MTP layer");
+        let gpu = &self.model.gpu;
         let uniform = size_of::<StepUniform>() as u64;
         for i in 0..draft_steps {
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&m.steps, i as u64 * uniform, &m.bufs.step, 0, uniform);
             let s = if i == 0 {
                 first
             } else {
                 draft_step(self.pos, i)
             };
-            m.record(encoder, &s, true);
+            m.record(&mut encoder, &s, true);
             if (i as usize) < n {
                 let at = (i as u64 + 1) * 4;
                 encoder.copy_buffer_to_buffer(&m.bufs.tokens, 0, &self.act.tokens, at, 4);
                 encoder.copy_buffer_to_buffer(&m.bufs.tokens, 0, &m.drafts, at - 4, 4);
             }
+            gpu.submit(encoder.finish());
         }
     }
 
@@ -279,10 +277,8 @@ impl Session {
     #[cfg(test)]
     pub(crate) async fn mtp_draft_logits(&mut self, last: u32) -> Result<Vec<f32>> {
         let first = self.mtp_inputs(last, 1)?;
+        self.submit_drafts(first, 1, 0);
         let gpu = self.model.gpu.clone();
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        self.record_drafts(&mut encoder, first, 1, 0);
-        gpu.submit(encoder.finish());
         gpu.read_f32(&self.act.logits, 0, self.model.config.n_vocab as usize)
             .await
     }
@@ -290,8 +286,8 @@ impl Session {
     /// One speculative round after `last` (the target's latest token, not yet fed): the MTP
     /// layer makes the pending pairs and drafts `n` tokens chained on the GPU, the target
     /// verifies `[last, drafts..]` in one pass and leaves its hidden states for the next
-    /// round's pairs; one submit, one readback (the ids; with sampling, the rows' logits for
-    /// [`accept_sampled`]). Keeps the accepted prefix (rolling both KV caches back) and returns
+    /// round's pairs; one readback (the ids; with sampling, the rows' logits for
+    /// [`accept_sampled`]), the work submitted in pieces as it is recorded. Keeps the accepted prefix (rolling both KV caches back) and returns
     /// the drafts, how many were accepted, and the target's next token (not yet fed).
     pub async fn mtp_round(
         &mut self,
@@ -321,13 +317,23 @@ impl Session {
         let main = self.feed(None, fed, fed);
         self.sampled = None;
         let greedy = sampler.params.is_greedy();
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        self.record_drafts(&mut encoder, first, draft_steps, n);
+        self.submit_drafts(first, draft_steps, n);
         let m = self.mtp.as_ref().expect("checked in mtp_inputs");
+        // The verify pass in two submits, the first half running while the rest is recorded.
+        let (front, back) = self.forward.split_at(self.forward.len() / 2);
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            for d in front {
+                d.record(&mut pass, &main);
+            }
+        }
+        gpu.submit(encoder.finish());
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             let argmax: &[Dispatch] = if greedy { &self.verify_greedy } else { &[] };
-            for d in self.forward.iter().chain(argmax) {
+            for d in back.iter().chain(argmax) {
                 d.record(&mut pass, &main);
             }
             m.fill.record(&mut pass, &main);

@@ -3,7 +3,7 @@
 
 use super::{
     combine, down, down_batch, gate_up, gate_up_batch, lists_len, router, sort, Activation,
-    GpuExperts, MatvecShape, Routing, When, PER_ROUTE_MAX,
+    GpuExperts, MatvecShape, Routing, When,
 };
 use crate::gpu::Gpu;
 use crate::kernels::mat::to_f16;
@@ -79,7 +79,7 @@ pub fn routed(
 ) -> Result<Vec<Dispatch>> {
     let mut routing = router(gpu, &b.logits, bias, &b.route, step, dummy, r)?;
     if r.routes_in_gate_up() {
-        routing = routing.only(When::MoreThan(PER_ROUTE_MAX));
+        routing = routing.only(When::Batch);
     }
     let mut d = vec![routing];
     d.extend(gate_up(

@@ -58,16 +58,15 @@ impl Routing {
         }
     }
 
-    /// Whether the passes that take the per-route expert kernels (up to `PER_ROUTE_MAX` tokens)
-    /// route in moe_gate_up's prologue, with no moe_router dispatch: layers of at most
-    /// [`ROUTE_IN_GATE_UP_MAX`] experts.
+    /// Whether decode steps route in moe_gate_up's prologue, with no moe_router dispatch: layers
+    /// of at most [`ROUTE_IN_GATE_UP_MAX`] experts.
     pub fn routes_in_gate_up(&self) -> bool {
         self.n_expert <= ROUTE_IN_GATE_UP_MAX
     }
 }
 
-/// Most experts a layer may have for moe_gate_up to route its own tokens (`MAX_E` there): the
-/// passes of its per-route kernels over such layers skip moe_router.
+/// Most experts a layer may have for moe_gate_up to route a decode step's token itself (`MAX_E`
+/// there): decode steps over such layers skip moe_router.
 pub const ROUTE_IN_GATE_UP_MAX: u32 = 256;
 
 /// `RouteParams` of common/route.wgsl.
