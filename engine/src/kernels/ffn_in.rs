@@ -185,8 +185,7 @@ pub fn glu_small_with(
         return Ok(None);
     };
     let n_cols = gate_up.n_cols;
-    let shape =
-        shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, gate_up.n_rows, n_cols, chunk.ty));
+    let shape = shape.unwrap_or_else(|| MatvecShape::for_batch(gpu, n_cols, chunk.ty));
     let shape = MatvecShape {
         rows: shape.rows.max(2),
         int8: false,

@@ -163,8 +163,9 @@ pub struct MatOpts<'a> {
     /// RMSNorm `x` first with these weights and epsilon (decode only: the matvec prologue).
     pub norm: Option<(&'a wgpu::Buffer, f32)>,
     pub when: When,
-    /// How the matvec (and matvec_batch_q8) splits its workgroup; `None` for the adapter's
-    /// choice for the matrix, [`MatvecShape::for_matrix`] ([`MatvecShape::for_small`]).
+    /// How the matvec and the small-batch kernels split their workgroups; `None` for the adapter's
+    /// choice for the matrix, [`MatvecShape::for_matrix`] ([`MatvecShape::for_small`],
+    /// [`MatvecShape::for_batch`]).
     pub matvec: Option<MatvecShape>,
     /// x quantized for the pass by [`quantize_q8`]: passes of 2 to [`MATVEC_BATCH`] tokens then
     /// take matvec_batch_q8.wgsl, which reads it instead of x, for the weight chunks whose type
@@ -292,10 +293,10 @@ pub fn mat(
                 (pipelines, small.workgroup_rows())
             }
             _ => {
-                let f32_shape = MatvecShape {
-                    int8: false,
-                    ..shape
-                };
+                let f32_shape = opts.matvec.map_or_else(
+                    || MatvecShape::for_batch(gpu, w.n_cols, chunk.ty),
+                    |s| MatvecShape { int8: false, ..s },
+                );
                 let kernel = format!("matvec_batch_{q}");
                 let mut key = f32_shape.key(gpu, kernel, MAT_LAYOUT)?;
                 key.constants.push(("NORM", opts.norm.is_some() as u32));

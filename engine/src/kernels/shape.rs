@@ -60,6 +60,24 @@ pub(crate) fn gpu_matvec_rows(mut rows: u32, n_rows: u32, units: u32) -> u32 {
     rows
 }
 
+/// Most weight bytes a workgroup of the small passes' f32 kernel reads where it could serve
+/// fewer rows: past it, the one compute unit that runs the workgroup streams them at its share of
+/// the bandwidth. A 128-expert router's 2048-wide f32 rows (8 KiB each) took 2-3% more of a
+/// pass in 32 workgroups of 4 rows than in 128 of one (H200, Qwen3-30B-A3B shape).
+const BATCH_WG_BYTES: u64 = 8 << 10;
+
+/// [`MatvecShape::for_batch`]'s rows per workgroup on a GPU for rows of `n_cols` weights taking
+/// `row_bytes` each: a row about as many threads as it has units of 32 weights, at least a
+/// subgroup's 32, and fewer rows where they would read more than [`BATCH_WG_BYTES`].
+pub(crate) fn gpu_batch_rows(n_cols: u32, row_bytes: u64) -> u32 {
+    let threads = (n_cols / 32).next_power_of_two().clamp(32, MATVEC_WG);
+    let mut rows = MATVEC_WG / threads;
+    while rows > 1 && rows as u64 * row_bytes > BATCH_WG_BYTES {
+        rows /= 2;
+    }
+    rows
+}
+
 /// Whether weights of type `ty` have the `_q8` matrix products (a twin
 /// common/unit_q8_<qtype>.wgsl, listed on the kernels' `// tandem:qtypes` lines).
 pub fn has_q8_unit(ty: GgmlType) -> bool {
@@ -171,6 +189,30 @@ impl MatvecShape {
         let groups = n_rows.div_ceil(shape.per_thread);
         let rows = gpu_matvec_rows(2 * shape.rows, groups, n_cols / decode_unit(ty));
         MatvecShape { rows, ..shape }
+    }
+
+    /// The shape of the small passes' f32 kernel (matvec_batch.wgsl, whose `ROWS` rows each have
+    /// `256 / ROWS` threads striding over the row's units of 32 weights) over rows of `n_cols`
+    /// weights of type `ty` ([`gpu_batch_rows`]). The decode fit keeps many workgroups for
+    /// streaming and left most of a short row's threads idle in these latency-bound passes:
+    /// SmolLM2's attention rows (576 columns, 18 units) had 256 threads, and a 2-token pass of
+    /// its shape took 2.10 ms where this takes 1.38 (H200, bench/RESULTS.md, twenty-ninth
+    /// session).
+    pub fn for_batch(gpu: &Gpu, n_cols: u32, ty: GgmlType) -> MatvecShape {
+        let shape = MatvecShape {
+            int8: false,
+            ..MatvecShape::for_adapter(gpu)
+        };
+        if gpu.info.device_type == wgpu::DeviceType::Cpu {
+            return shape;
+        }
+        MatvecShape {
+            rows: gpu_batch_rows(
+                n_cols,
+                ty.bytes_for(n_cols as u64).unwrap_or(4 * n_cols as u64),
+            ),
+            ..shape
+        }
     }
 
     /// This shape's rows fitted to the matrix ([`MatvecShape::for_matrix`]).

@@ -80,7 +80,25 @@ async fn matvec_rows_for_a_gpu_matrix() {
     assert_eq!(gpu_matvec_rows(4, 2048, 8 * 768 / 32), 4);
 }
 
+/// On a GPU, the small passes' f32 kernel gives a row about as many threads as it has units of 32
+/// weights (at least 32), and a workgroup at most 8 KiB of weights where fewer rows allow.
+async fn batch_rows_for_a_gpu_matrix() {
+    use crate::kernels::shape::gpu_batch_rows;
+    let bytes = |ty: GgmlType, n_cols: u32| ty.bytes_for(n_cols as u64).unwrap();
+    // SmolLM2-135M (Q4_1): its 576-wide rows (18 units) take 32 threads, 8 rows a workgroup;
+    // the FFN's 1536-wide down rows (48 units) take 64.
+    assert_eq!(gpu_batch_rows(576, bytes(GgmlType::Q4_1, 576)), 8);
+    assert_eq!(gpu_batch_rows(1536, bytes(GgmlType::Q4_1, 1536)), 4);
+    // The demo MTP model's 768-wide Q8_0 down rows: 8 of 816 bytes fit.
+    assert_eq!(gpu_batch_rows(768, bytes(GgmlType::Q8_0, 768)), 8);
+    // A 128-expert router's 2048-wide f32 rows, 8 KiB each: one row a workgroup.
+    assert_eq!(gpu_batch_rows(2048, bytes(GgmlType::F32, 2048)), 1);
+    // Rows of 8192 and more: the whole workgroup.
+    assert_eq!(gpu_batch_rows(16384, bytes(GgmlType::Q4K, 16384)), 1);
+}
+
 super::gpu_tests!(
+    batch_rows_for_a_gpu_matrix,
     matvec_rows_for_a_gpu_matrix,
     matvec_subgroup_variant_where_it_fits,
     matvec_rows_per_workgroup_must_split_the_workgroup
