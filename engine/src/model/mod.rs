@@ -3,7 +3,8 @@
 //! A [`Session`] plans its memory once (activations for a batch of up to `ubatch` tokens, the KV
 //! cache for `ctx` positions) and records the forward pass once as a list of dispatches. Each pass
 //! (a prompt chunk in prefill, one token in decode, the n+1 tokens of a speculative verification)
-//! replays that list with a new `StepInfo` in one compute pass and one submit. A [`SessionSet`]
+//! replays that list with a new `StepInfo` in one compute pass and one submit (an MTP round's
+//! verification in two, so that the GPU starts while the rest is recorded). A [`SessionSet`]
 //! is several sessions over one KV buffer per layer, whose decode steps run as one batched pass.
 
 mod batch;
