@@ -10,6 +10,7 @@
 //! the MTP layer catches up on a round's verified tokens in the next round's first step rather
 //! than in a pass of its own.
 
+use crate::gpu::Gpu;
 use crate::kernels::{self, Dispatch, NormOpts, Rows, StepInfo, StepUniform, When};
 use crate::sampling::Sampler;
 use crate::speculative::{accept_sampled, accepted_prefix};
@@ -321,23 +322,10 @@ impl Session {
         let m = self.mtp.as_ref().expect("checked in mtp_inputs");
         // The verify pass in two submits, the first half running while the rest is recorded.
         let (front, back) = self.forward.split_at(self.forward.len() / 2);
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            for d in front {
-                d.record(&mut pass, &main);
-            }
-        }
-        gpu.submit(encoder.finish());
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            let argmax: &[Dispatch] = if greedy { &self.verify_greedy } else { &[] };
-            for d in back.iter().chain(argmax) {
-                d.record(&mut pass, &main);
-            }
-            m.fill.record(&mut pass, &main);
-        }
+        gpu.submit(encode(&gpu, front, &main).finish());
+        let argmax: &[Dispatch] = if greedy { &self.verify_greedy } else { &[] };
+        let tail = back.iter().chain(argmax).chain([&m.fill]);
+        let mut encoder = encode(&gpu, tail, &main);
         let logits_bytes = fed as u64 * self.model.config.n_vocab as u64 * 4;
         if !greedy {
             encoder.copy_buffer_to_buffer(&self.act.logits, 0, &m.logits_staging, 0, logits_bytes);
@@ -374,6 +362,22 @@ impl Session {
         m.pending = true;
         Ok((drafts, k, next))
     }
+}
+
+/// A command encoder with one compute pass over `dispatches` in the shape `s`.
+fn encode<'d>(
+    gpu: &Gpu,
+    dispatches: impl IntoIterator<Item = &'d Dispatch>,
+    s: &StepInfo,
+) -> wgpu::CommandEncoder {
+    let mut encoder = gpu.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        for d in dispatches {
+            d.record(&mut pass, s);
+        }
+    }
+    encoder
 }
 
 /// The shape of draft step `i` of a round whose first fed token is at `pos0` when it makes one
