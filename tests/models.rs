@@ -589,9 +589,10 @@ fn demo_mtp_model_continues_a_conversation() {
 }
 
 /// The trained MoE+MTP demo model (bench/mtp-model) drafting for itself with its MTP layer on 20
-/// English prompts, greedy: the same tokens as without speculation, and its drafts are accepted
-/// about as often as its training measured (0.585 teacher-forced; 0.33 to 0.54 seen here,
-/// depending on the draft length).
+/// English prompts (tests/data/mtp-prompts.txt, which `tandem bench --prompt-file` times),
+/// greedy: the same tokens as without speculation, and its drafts are accepted about as often as
+/// its training measured (0.585 teacher-forced; 0.33 to 0.54 seen here, depending on the draft
+/// length).
 #[test]
 fn demo_mtp_model_speculation_changes_nothing() {
     use tandem_engine::generate::{generate_with, GenerateOptions};
@@ -606,28 +607,7 @@ fn demo_mtp_model_speculation_changes_nothing() {
         ..Default::default()
     };
     let mut total = SpecStats::default();
-    for text in [
-        "Fellow-Citizens of the Senate and House of Representatives:",
-        "The Congress shall have power",
-        "In the beginning God created",
-        "It is a truth universally acknowledged that",
-        "The state of the Union is",
-        "We hold these truths to be self-evident,",
-        "The committee reported that the bill",
-        "A fool and his money",
-        "The President of the United States",
-        "And the LORD said unto Moses,",
-        "The price of wheat rose again this year",
-        "Our foreign relations with Mexico",
-        "The army and the navy",
-        "He walked into the room and said",
-        "The following words are defined as",
-        "Never put off till tomorrow",
-        "The people of the territories",
-        "In the year of our Lord",
-        "The public debt of the nation",
-        "She opened the letter and read",
-    ] {
+    for text in include_str!("data/mtp-prompts.txt").lines() {
         let prompt = tok.encode(text, true, false).unwrap();
         let want = pollster::block_on(generate_with(
             &mut plain,

@@ -5,7 +5,10 @@
 // stdout, with the load's figures under "load"; progress goes to stderr.
 //
 //   node bench/cross/browser-arm.mjs MODEL.gguf [--prompts 20] [-p 512] [-n 128] [--profile]
-//        [--profile-tokens 1] [--portable] [--dawn TOGGLES]
+//        [--profile-tokens 1] [--portable] [--dawn TOGGLES] [--prompt-file FILE]
+//        [--speculative mtp|off]
+//
+// --prompt-file and --speculative as `tandem bench`'s: the file's lines are the prompts.
 //
 // --dawn adds Dawn toggles to the instance, e.g. `enable-dawn-features=disable_robustness`: what
 // a tab's safety and portability transforms cost, measured one at a time (compare.mjs --dawn).
@@ -15,7 +18,7 @@
 // every kernel of a decode step reads 0 or 131 µs.
 import { basename, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const [model, ...args] = process.argv.slice(2);
@@ -25,7 +28,7 @@ const value = (names, dflt) => {
   return i >= 0 ? Number(args[i + 1]) : dflt;
 };
 if (!model || model.startsWith("-")) {
-  console.error("usage: browser-arm.mjs MODEL.gguf [--prompts N] [-p N] [-n N] [--profile] [--profile-tokens N] [--portable] [--dawn TOGGLES]");
+  console.error("usage: browser-arm.mjs MODEL.gguf [--prompts N] [-p N] [-n N] [--profile] [--profile-tokens N] [--portable] [--dawn TOGGLES] [--prompt-file FILE] [--speculative mtp|off]");
   process.exit(2);
 }
 const opts = {
@@ -35,6 +38,13 @@ const opts = {
   profile: flag("--profile"),
   profileTokens: value(["--profile-tokens"], 1),
 };
+const text = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+if (text("--prompt-file")) {
+  opts.promptTexts = readFileSync(text("--prompt-file"), "utf8").split("\n").filter((l) => l.trim());
+  // A prompt has at most a token a byte and BOS: the context's bound before tokenizing.
+  opts.promptTokens = Math.max(...opts.promptTexts.map((l) => Buffer.byteLength(l) + 1));
+}
+if (text("--speculative")) opts.speculative = text("--speculative");
 
 const { create, globals } = await import(resolve(root, "web/node_modules/webgpu/index.js"));
 Object.assign(globalThis, globals);

@@ -20,10 +20,15 @@ use crate::{Error, Result};
 /// What to measure.
 #[derive(Clone, Debug, Deserialize)]
 pub struct BenchOptions {
-    /// Distinct prompts (each run from an empty cache).
+    /// Distinct prompts (each run from an empty cache), pseudo-random ([`prompt`]) unless
+    /// `prompt_ids` gives them.
     pub prompts: usize,
-    /// Tokens per prompt.
+    /// Tokens per pseudo-random prompt.
     pub prompt_tokens: usize,
+    /// Prompts given as token ids (texts the caller tokenized: what a drafter accepts depends on
+    /// the text), in place of the pseudo-random ones; empty: those.
+    #[serde(default)]
+    pub prompt_ids: Vec<Vec<u32>>,
     /// Tokens generated per prompt (the first comes from the prefill, so decode is timed over the rest).
     pub gen_tokens: usize,
     /// Also time every kernel of one pass with GPU timestamps.
@@ -44,7 +49,25 @@ impl BenchOptions {
     /// KV-cache positions the run needs.
     pub fn context_needed(&self) -> u32 {
         let widest = self.pass_tokens.iter().copied().max().unwrap_or(0);
-        (self.prompt_tokens + self.gen_tokens) as u32 + self.profile_tokens.max(widest)
+        (self.longest_prompt() + self.gen_tokens) as u32 + self.profile_tokens.max(widest)
+    }
+
+    /// Prompts the run feeds.
+    pub fn n_prompts(&self) -> usize {
+        if self.prompt_ids.is_empty() {
+            self.prompts
+        } else {
+            self.prompt_ids.len()
+        }
+    }
+
+    /// Tokens of the longest prompt.
+    pub fn longest_prompt(&self) -> usize {
+        if self.prompt_ids.is_empty() {
+            self.prompt_tokens
+        } else {
+            self.prompt_ids.iter().map(Vec::len).max().unwrap_or(0)
+        }
     }
 }
 
@@ -152,6 +175,7 @@ pub struct BenchResult {
     pub passes: Vec<PassTime>,
     pub prefill_tokens_per_second: Spread,
     pub profile_tokens: u32,
+    /// Tokens of each prompt (with given prompts, the longest's).
     pub prompt_tokens: usize,
     pub prompts: usize,
     /// With a drafter: what the drafts did over all prompts (absent without one).
@@ -235,9 +259,11 @@ pub async fn run(
     if let Some(d) = &drafter {
         d.check(s)?;
     }
-    if opts.prompts == 0 || opts.prompt_tokens == 0 || opts.gen_tokens == 0 {
+    let n_prompts = opts.n_prompts();
+    let empty_prompt = opts.longest_prompt() == 0 || opts.prompt_ids.iter().any(Vec::is_empty);
+    if n_prompts == 0 || empty_prompt || opts.gen_tokens == 0 {
         return Err(Error::InvalidArgument(
-            "bench needs at least 1 prompt, 1 prompt token and 1 generated token".into(),
+            "bench needs at least 1 prompt, 1 token in each and 1 generated token".into(),
         ));
     }
     if opts.profile_tokens == 0 {
@@ -248,7 +274,7 @@ pub async fn run(
     let n_vocab = s.model.config.n_vocab;
     let greedy = &mut Sampler::greedy();
     // Warm up: compile every pipeline and touch every buffer once.
-    let warm = prompt(usize::MAX, opts.prompt_tokens.max(2), n_vocab);
+    let warm = prompt(usize::MAX, opts.longest_prompt().max(2), n_vocab);
     let len = DraftLen::new(opts.draft_max, opts.draft_adaptive);
     let warm_stats = &mut SpecStats::default();
     generate(s, drafter.as_deref_mut(), &warm, 2, len, greedy, warm_stats).await?;
@@ -272,8 +298,11 @@ pub async fn run(
     }
     let (mut prefill, mut decode) = (Vec::new(), Vec::new());
     let mut stats = SpecStats::default();
-    for i in 0..opts.prompts {
-        let p = prompt(i, opts.prompt_tokens, n_vocab);
+    for i in 0..n_prompts {
+        let p = match opts.prompt_ids.get(i) {
+            Some(ids) => ids.clone(),
+            None => prompt(i, opts.prompt_tokens, n_vocab),
+        };
         let (t0, t1) = generate(
             s,
             drafter.as_deref_mut(),
@@ -285,7 +314,7 @@ pub async fn run(
         )
         .await?;
         let t2 = now_seconds();
-        prefill.push(opts.prompt_tokens as f64 / (t1 - t0));
+        prefill.push(p.len() as f64 / (t1 - t0));
         decode.push((opts.gen_tokens - 1) as f64 / (t2 - t1));
         on_prompt(i, prefill[i], decode[i]);
     }
@@ -357,8 +386,8 @@ pub async fn run(
         passes,
         prefill_tokens_per_second: Spread::of(prefill),
         profile_tokens: opts.profile_tokens,
-        prompt_tokens: opts.prompt_tokens,
-        prompts: opts.prompts,
+        prompt_tokens: opts.longest_prompt(),
+        prompts: n_prompts,
         speculation: drafter.is_some().then(|| stats.into()),
         streaming_read_ceiling,
     })

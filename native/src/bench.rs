@@ -3,9 +3,12 @@
 //! against the streaming-read ceiling) is the engine's [`tandem_engine::bench`], which the npm
 //! package's `engine.bench` runs too.
 
+use std::path::{Path, PathBuf};
+
 use clap::Args;
 use tandem_engine::bench::{run, BenchOptions, KernelGroup, PASS_REPEATS};
-use tandem_engine::Result;
+use tandem_engine::tokenizer::Tokenizer;
+use tandem_engine::{Error, Result};
 
 use crate::args::ModelArgs;
 use crate::load;
@@ -21,6 +24,10 @@ pub struct BenchArgs {
     /// Tokens per prompt
     #[arg(short = 'p', long, default_value_t = 512)]
     pub prompt_tokens: usize,
+    /// Feed these prompts instead of pseudo-random ones: one a line (raw text, BOS where the
+    /// model asks for it), e.g. to measure speculation on text it can predict
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["prompts", "prompt_tokens"])]
+    pub prompt_file: Option<PathBuf>,
     /// Tokens generated per prompt
     #[arg(short = 'n', long, default_value_t = 128)]
     pub gen_tokens: usize,
@@ -47,6 +54,10 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let opts = BenchOptions {
         prompts: args.prompts,
         prompt_tokens: args.prompt_tokens,
+        prompt_ids: match &args.prompt_file {
+            Some(f) => prompt_file(f, &args.model)?,
+            None => Vec::new(),
+        },
         gen_tokens: args.gen_tokens,
         profile: args.profile,
         profile_tokens: args.profile_tokens,
@@ -82,9 +93,13 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     let (p, d) = (r.prefill_tokens_per_second, r.decode_tokens_per_second);
+    let what = match &args.prompt_file {
+        Some(_) => format!("up to {} tokens", r.prompt_tokens),
+        None => format!("{} tokens", r.prompt_tokens),
+    };
     println!(
-        "prefill ({} tokens): median {:.1} tok/s (min {:.1}, max {:.1}) over {} prompts",
-        r.prompt_tokens, p.median, p.min, p.max, r.prompts
+        "prefill ({what}): median {:.1} tok/s (min {:.1}, max {:.1}) over {} prompts",
+        p.median, p.min, p.max, r.prompts
     );
     println!(
         "decode ({} tokens):  median {:.1} tok/s (min {:.1}, max {:.1}); {} dispatches per token",
@@ -158,4 +173,25 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         row("total", &r.kernel_total());
     }
     Ok(())
+}
+
+/// `--prompt-file`'s prompts, tokenized as `tandem run` tokenizes a raw prompt: its non-empty
+/// lines.
+fn prompt_file(file: &Path, model: &ModelArgs) -> Result<Vec<Vec<u32>>> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| Error::io(file.display().to_string(), e))?;
+    let (_src, gguf) = load::open_gguf(&load::model_path(&model.model)?)?;
+    let tokenizer = Tokenizer::from_gguf(&gguf)?;
+    let ids = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| tokenizer.encode(l, true, false))
+        .collect::<Result<Vec<_>>>()?;
+    if ids.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{}: no prompts in it (one a line)",
+            file.display()
+        )));
+    }
+    Ok(ids)
 }

@@ -456,6 +456,47 @@ fn bench_reports_the_speculation() {
         .is_none());
 }
 
+/// `bench --prompt-file` feeds the file's lines as the prompts (one a line, blank lines skipped)
+/// and reports the longest; a file with no prompt is refused with a message.
+#[test]
+fn bench_takes_text_prompts() {
+    let model = fixture("tiny-glm4moe-mtp.gguf");
+    let file = std::env::temp_dir().join(format!("tandem-prompts-{}.txt", std::process::id()));
+    let bench = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        tandem(&[
+            "bench",
+            "-q",
+            "-m",
+            model.to_str().unwrap(),
+            "--prompt-file",
+            file.to_str().unwrap(),
+            "-n",
+            "6",
+            "--json",
+        ])
+    };
+    let out = bench("the quick brown fox\n\njumps over\nthe lazy dog and the quick cat\n");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["prompts"], 3);
+    let longest = v["prompt_tokens"].as_u64().unwrap();
+    assert!((7..=40).contains(&longest), "{v}");
+    assert!(
+        v["speculation"]["draft_tokens"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    let out = bench("\n  \n");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no prompts in it"), "{err}");
+    std::fs::remove_file(&file).unwrap();
+}
+
 /// `run --json` with speculation: the same tokens as without, and its keys; MTP by default on a
 /// model with an MTP layer, a draft model with --draft.
 #[test]

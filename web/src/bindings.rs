@@ -128,6 +128,8 @@ struct BenchRequest {
     profile: bool,
     profile_tokens: u32,
     pass_tokens: Vec<u32>,
+    /// Prompts as text (raw, BOS where the model asks for it) in place of the pseudo-random ones.
+    prompt_texts: Vec<String>,
     /// Default: MTP where the model has an MTP layer, as for chat.
     speculative: Option<Speculative>,
     draft_max: usize,
@@ -142,6 +144,7 @@ impl Default for BenchRequest {
             profile: false,
             profile_tokens: 1,
             pass_tokens: Vec::new(),
+            prompt_texts: Vec::new(),
             speculative: None,
             draft_max: GenerateOptions::default().draft_max,
         }
@@ -376,10 +379,10 @@ impl Engine {
     }
 
     /// `tandem bench`'s protocol on the loaded model ([`tandem_engine::bench`]): `options`
-    /// `{ prompts?, promptTokens?, genTokens?, profile?, profileTokens?, speculative?, draftMax? }`
-    /// (defaults 20, 512, 128, false, 1, MTP where the model has it, 4, as the CLI's); resolves
-    /// to the object `tandem bench --json` prints.
-    /// The model's context must hold `promptTokens + genTokens + profileTokens` positions.
+    /// `{ prompts?, promptTokens?, genTokens?, profile?, profileTokens?, passTokens?,
+    /// promptTexts?, speculative?, draftMax? }` (defaults 20, 512, 128, false, 1, none, none, MTP
+    /// where the model has it, 4, as the CLI's); resolves to the object `tandem bench --json`
+    /// prints. The model's context must hold the longest prompt, `genTokens` and `profileTokens`.
     pub fn bench(&self, options: JsValue) -> Promise {
         let inner = self.inner.clone();
         // The borrow held across the awaits is the engine's one-request-at-a-time lock: a call
@@ -391,9 +394,18 @@ impl Engine {
             } else {
                 from_js(&options, "bench options")?
             };
+            let mut m = loaded(&inner)?;
+            let m = &mut *m;
+            let prompt_ids = o
+                .prompt_texts
+                .iter()
+                .map(|t| m.tokenizer.encode(t, true, false))
+                .collect::<tandem_engine::Result<Vec<_>>>()
+                .map_err(engine_error)?;
             let opts = BenchOptions {
                 prompts: o.prompts,
                 prompt_tokens: o.prompt_tokens,
+                prompt_ids,
                 gen_tokens: o.gen_tokens,
                 profile: o.profile,
                 profile_tokens: o.profile_tokens,
@@ -401,8 +413,6 @@ impl Engine {
                 draft_max: o.draft_max.max(1),
                 draft_adaptive: true,
             };
-            let mut m = loaded(&inner)?;
-            let m = &mut *m;
             let mut mtp = Drafter::Mtp;
             let drafter = uses_mtp(&m.session, o.speculative)?.then_some(&mut mtp);
             let r = tandem_engine::bench::run(&mut m.session, drafter, &opts, |_, _, _| {})

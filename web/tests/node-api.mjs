@@ -172,6 +172,9 @@ await step("completions with multi-token prediction: the MTP demo model, same gr
   const b = await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 8 });
   assert.ok(b.speculation.draft_tokens > 0 && b.speculation.tokens_per_pass >= 1, JSON.stringify(b.speculation));
   assert.equal((await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 3, speculative: "off" })).speculation, undefined);
+  const bt = await engine.bench({ promptTexts: ["the quick brown fox", "jumps over the lazy dog"], genTokens: 4 });
+  assert.equal(bt.prompts, 2);
+  assert.ok(bt.prompt_tokens >= 5 && bt.speculation.draft_tokens > 0, JSON.stringify(bt));
   console.log(`     ${JSON.stringify(text)}; ${x.accepted_tokens} of ${x.draft_tokens} drafts accepted, ${x.tokens_per_pass.toFixed(2)} tokens a pass`);
 });
 

@@ -177,8 +177,8 @@ export class Engine {
    * Runs `tandem bench`'s protocol on the loaded model: prefill and decode medians over distinct
    * prompts, each from an empty cache, dispatches per token, and with `profile` the GPU time of
    * every kernel (where the adapter has timestamp queries). Resolves to the object
-   * `tandem bench --json` prints. The context must hold promptTokens + genTokens and the
-   * widest of profileTokens and passTokens.
+   * `tandem bench --json` prints. The context must hold the longest prompt (promptTokens, or the
+   * longest of promptTexts), genTokens and the widest of profileTokens and passTokens.
    */
   async bench(options: BenchOptions = {}): Promise<BenchResult> {
     if (!this.model) throw new TandemError("no_model", "no model is loaded");

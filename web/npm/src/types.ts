@@ -209,6 +209,8 @@ export interface BenchOptions {
   profileTokens?: number;
   /** Token counts of verification passes to time whole, each against a one-token pass (default none). */
   passTokens?: number[];
+  /** Prompts as raw text in place of the pseudo-random ones (then `prompts` and `promptTokens` are unused): what multi-token prediction accepts depends on the text. */
+  promptTexts?: string[];
   /** Multi-token prediction while decoding (default: "mtp" where the model has an MTP layer). */
   speculative?: "mtp" | "off";
   /** Most draft tokens a step (default 4; the length adapts to the acceptance). */
