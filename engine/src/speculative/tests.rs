@@ -389,6 +389,33 @@ async fn verify_gives_the_greedy_token_after_each_row() {
     assert!(s.verify(&many).await.is_err());
 }
 
+/// A verification deep in the context, where its attention is split into parts (combined by the
+/// quantization of the output projection's input, `kernels::Q8Input::Combine`) and the FFN's
+/// activation is folded into the down product's input (`Q8Input::Glu`): each row's logits are
+/// the decode steps', on the MTP fixture (Q8_0, heads of 32).
+async fn a_verification_deep_in_the_context_is_decode_steps() {
+    let m = load(GLM_MTP).await;
+    let mut s = session_of(&m, 160).await;
+    let n_vocab = m.model.config.n_vocab;
+    let prompt: Vec<u32> = (0..100u32)
+        .map(|j| 3 + (j * 104_729 + j * j * 31) % (n_vocab - 3))
+        .collect();
+    let fed = [7u32, 300, 41, 250, 9, 77, 123, 401];
+    s.prefill(&prompt, &mut Sampler::greedy()).await.unwrap();
+    let p = s.pos();
+    let mut decode = Vec::new();
+    for &t in &fed {
+        decode.extend(s.eval(&[t], 1).await.unwrap());
+    }
+    for n in [2usize, 5, 8] {
+        s.truncate(p);
+        let got = s.eval(&fed[..n], n as u32).await.unwrap();
+        let want = &decode[..n * n_vocab as usize];
+        let case = format!("{n} tokens after {p}");
+        assert_close("verification logits", &case, &got, want, 1e-6, 0.01);
+    }
+}
+
 /// The speculative-sampling rule on the CPU against the exact distributions: the first token of
 /// a step has the target's distribution at row 0 whatever the draft (the likeliest, an unlikely
 /// one, one the chain cuts), and the second, after the first draft stands, row 1's.
@@ -543,5 +570,6 @@ gpu_tests!(
     mtp_reuses_a_conversations_prefix,
     mtp_matches_torch,
     verify_gives_the_greedy_token_after_each_row,
+    a_verification_deep_in_the_context_is_decode_steps,
     an_mtp_draft_step_is_a_short_fixed_list,
 );
