@@ -4,7 +4,7 @@
 #      Chromium (SwiftShader WebGPU),
 #   2. the npm package's API in Node on Dawn (npm `webgpu`),
 #   3. the chat page end to end in Chromium driven by playwright-core,
-#   4. the cross-platform comparison (bench/cross/compare.mjs) on the tiny fixture, every kind of
+#   4. the cross-platform comparison (bench/cross/compare.mjs) on the tiny fixtures, every kind of
 #      arm, and its JSON rendered again to the same table and plot.
 # Needs: chromium + chromium-driver (apt), the wasm32 target, wasm-bindgen-cli at the version in
 # Cargo.lock, node 20 + npm, and the default model (scripts/fetch-models.sh).
@@ -52,3 +52,12 @@ diff <(grep -v "wrote " "$cross/table.txt") <(grep -v "wrote " "$cross/again.txt
 cmp "$cross/cross-tiny-llama.svg" "$cross/again/cross-tiny-llama.svg"
 grep -q "browser disable_robustness/native" "$cross/table.txt"
 echo "comparison: 4 arms, rendered again identically"
+# Each engine with and without multi-token prediction, on text prompts.
+head -3 tests/data/mtp-prompts.txt > "$cross/prompts.txt"
+TANDEM_CROSS_NATIVE_ICD=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+  TANDEM_CROSS_BROWSER_ICD=/usr/lib/chromium/vk_swiftshader_icd.json \
+  node bench/cross/compare.mjs tests/fixtures/tiny-glm4moe-mtp.gguf --tandem "${CARGO_TARGET_DIR:-target}/release/tandem" \
+  --prompt-file "$cross/prompts.txt" -n 6 --rounds 1 --mtp-arms --timeout 300 --out "$cross" > "$cross/mtp.txt"
+grep -q "browser mtp/native" "$cross/mtp.txt"
+grep -q "MTP acceptance" "$cross/mtp.txt"
+echo "comparison with --mtp-arms: 4 arms, each engine with and without MTP"

@@ -5,14 +5,18 @@
 // decode step) side by side with the ratio, and writes the runs as JSON and an SVG plot.
 //
 //   node bench/cross/compare.mjs MODEL.gguf [--tandem PATH] [--prompts 20] [-p 512] [-n 128]
-//        [--profile-tokens 1] [--portable] [--browser-portable] [--dawn TOGGLES]... [--rounds 2]
-//        [--timeout 600] [--out DIR] [--name NAME]
+//        [--prompt-file FILE] [--profile-tokens 1] [--portable] [--browser-portable]
+//        [--dawn TOGGLES]... [--mtp-arms] [--rounds 2] [--timeout 600] [--out DIR] [--name NAME]
 //   node bench/cross/compare.mjs --render cross-NAME.json [--out DIR]
 //
 // --portable adds the native binary with only the kernels without shader-f16 and subgroups,
 // --browser-portable the browser engine likewise: what those features are worth, kernel by kernel.
 // Each --dawn adds a browser-engine arm with those Dawn toggles (browser-arm.mjs), e.g.
 // `enable-dawn-features=disable_robustness`: which of a tab's transforms a gap comes from.
+// --prompt-file feeds both engines a file's lines as the prompts (`tandem bench --prompt-file`).
+// --mtp-arms, on a model with an MTP layer: the native and browser arms decode without
+// speculation, and two more arms with it (`--speculative mtp`), so the table gives each engine's
+// speed with and without multi-token prediction and what the drafts did.
 // --render prints the table and writes the plot again from a saved comparison's runs (runs added
 // to its "runs" by hand, from another log of the same call, are summarized like the others).
 // Each arm runs in its own process with its own timeout; an arm that fails is reported and left
@@ -34,13 +38,14 @@ const opt = (name, dflt) => {
   return i >= 0 ? args[i + 1] : dflt;
 };
 if (!model || model.startsWith("-")) {
-  console.error("usage: compare.mjs MODEL.gguf [--tandem PATH] [--prompts N] [-p N] [-n N] [--profile-tokens N] [--portable] [--browser-portable] [--dawn TOGGLES]... [--rounds N] [--timeout S] [--out DIR] [--name NAME]\n       compare.mjs --render cross-NAME.json [--out DIR]");
+  console.error("usage: compare.mjs MODEL.gguf [--tandem PATH] [--prompts N] [-p N] [-n N] [--prompt-file FILE] [--profile-tokens N] [--portable] [--browser-portable] [--dawn TOGGLES]... [--mtp-arms] [--rounds N] [--timeout S] [--out DIR] [--name NAME]\n       compare.mjs --render cross-NAME.json [--out DIR]");
   process.exit(2);
 }
 const saved = rendering ? JSON.parse(readFileSync(model, "utf8")) : null;
+const promptFile = opt("--prompt-file");
 const bench = saved?.bench ?? {
-  prompts: Number(opt("--prompts", 20)),
-  prompt: Number(opt("-p", 512)),
+  prompts: promptFile ? readFileSync(promptFile, "utf8").split("\n").filter((l) => l.trim()).length : Number(opt("--prompts", 20)),
+  prompt: promptFile ? basename(promptFile) : Number(opt("-p", 512)),
   gen: Number(opt("-n", 128)),
   profileTokens: Number(opt("--profile-tokens", 1)),
 };
@@ -49,7 +54,9 @@ const rounds = saved?.rounds ?? Number(opt("--rounds", 2));
 const timeout = Number(opt("--timeout", 600));
 const out = resolve(opt("--out", "."));
 const name = saved?.name ?? opt("--name", basename(model).replace(/\.gguf$/, ""));
-const common = ["--prompts", bench.prompts, "-p", bench.prompt, "-n", bench.gen, "--profile", "--profile-tokens", bench.profileTokens].map(String);
+const prompts = promptFile ? ["--prompt-file", promptFile] : ["--prompts", bench.prompts, "-p", bench.prompt];
+const mtpArms = flag("--mtp-arms");
+const common = [...prompts, "-n", bench.gen, "--profile", "--profile-tokens", bench.profileTokens].map(String);
 
 // Where one machine has no Vulkan driver both can use (CI's Mesa 22 lavapipe, which Dawn
 // refuses), each side's ICD can be named apart; on a real GPU both use the same driver.
@@ -65,6 +72,11 @@ args.forEach((a, i) => {
   if (a === "--dawn") arms.push({ ...arms[1], arm: `browser ${args[i + 1].replace(/^.*=/, "")}`, args: [...arms[1].args, "--dawn", args[i + 1]] });
 });
 if (flag("--browser-portable")) arms.push({ ...arms[1], arm: "browser-portable", args: [...arms[1].args, "--portable"] });
+if (mtpArms) {
+  const plain = arms.map((a) => ({ ...a, args: [...a.args, "--speculative", "off"] }));
+  const mtp = arms.slice(0, 2).map((a) => ({ ...a, arm: `${a.arm} mtp`, args: [...a.args, "--speculative", "mtp"] }));
+  arms.splice(0, arms.length, ...plain, ...mtp);
+}
 
 const t0 = performance.now();
 const since = () => ((performance.now() - t0) / 1000).toFixed(1);
@@ -151,6 +163,8 @@ function summarize(arm) {
     kernels,
     step_microseconds: Object.values(kernels).reduce((a, g) => a + g.microseconds, 0),
     load: ok[0].load ?? null,
+    // What the drafts did (greedy: the same in every run of an arm).
+    speculation: ok[0].speculation ?? null,
   };
 }
 const summary = armNames.map(summarize).filter(Boolean);
@@ -162,7 +176,8 @@ const fmt = (x, d = 1) => (x == null || !Number.isFinite(x) ? "-" : x.toFixed(d)
 const base = summary.find((s) => s.arm === "native");
 const ratio = (x, y) => (x && y ? `${(x / y).toFixed(2)}x` : "-");
 const file = saved?.file_bytes ?? statSync(model).size;
-console.log(`\n== ${name} (${(file / 1e9).toFixed(2)} GB): ${bench.prompts} prompts, ${bench.prompt} prompt tokens, ${bench.gen} generated, ${rounds} rounds, arm order reversed every other round (A B B A)`);
+const given = typeof bench.prompt === "string" ? `the lines of ${bench.prompt}` : `${bench.prompt} prompt tokens`;
+console.log(`\n== ${name} (${(file / 1e9).toFixed(2)} GB): ${bench.prompts} prompts, ${given}, ${bench.gen} generated, ${rounds} rounds, arm order reversed every other round (A B B A)`);
 for (const s of summary) console.log(`   ${s.arm}: ${s.adapter}`);
 const cols = summary.map((s) => s.arm);
 const w = Math.max(18, ...cols.map((c) => c.length + 2));
@@ -183,6 +198,10 @@ row("prefill µs/token", (s) => 1e6 / s.prefill.median, 1, "lower");
 row("dispatches/token", (s) => s.dispatches_per_token, 0);
 row("decode step GPU µs", (s) => s.step_microseconds, 1, "lower");
 row("stream read GB/s", (s) => s.ceiling_gb_per_second, 1);
+if (summary.some((s) => s.speculation)) {
+  row("MTP acceptance", (s) => s.speculation?.acceptance_rate, 3);
+  row("tokens a verify pass", (s) => s.speculation?.tokens_per_pass, 2);
+}
 const loads = summary.filter((s) => s.load);
 for (const s of loads) {
   console.log(`   ${s.arm} load: ${fmt(s.load.seconds)} s (${fmt(s.load.file_bytes / 1e9 / s.load.upload_seconds, 2)} GB/s upload), wasm memory ${fmt(s.load.wasm_memory_bytes / 2 ** 20, 0)} MiB, features ${JSON.stringify(s.load.features)}`);
