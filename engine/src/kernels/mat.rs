@@ -475,15 +475,14 @@ pub fn quantize_q8(
             "quantize_q8: row length {n_cols} is not a multiple of 32"
         )));
     }
-    let (aux, eps, flags, per_row) = match input {
-        Q8Input::Plain => (x, 0.0, 0, n_cols),
-        Q8Input::Norm(w, eps) => (w, eps, 1, n_cols),
-        Q8Input::Glu(act) => (
-            x,
-            0.0,
-            2 | ((act == Activation::GeluTanh) as u32) << 2,
-            2 * n_cols,
-        ),
+    // The second binding, epsilon, flags (quantize_q8.wgsl), floats read a row, and the heads.
+    let (aux, eps, flags, per_row, heads) = match input {
+        Q8Input::Plain => (x, 0.0, 0, n_cols, None),
+        Q8Input::Norm(w, eps) => (w, eps, 1, n_cols, None),
+        Q8Input::Glu(act) => {
+            let gelu = (act == Activation::GeluTanh) as u32;
+            (x, 0.0, 2 | gelu << 2, 2 * n_cols, None)
+        }
         Q8Input::Combine { parts, heads } => {
             if !combines_into_q8(&heads) || heads.n_head * heads.head_dim != n_cols {
                 return Err(crate::Error::InvalidArgument(format!(
@@ -491,12 +490,8 @@ pub fn quantize_q8(
                     heads.n_head, heads.head_dim
                 )));
             }
-            (parts, 0.0, 8, n_cols)
+            (parts, 0.0, 8, n_cols, Some(heads))
         }
-    };
-    let heads = match input {
-        Q8Input::Combine { heads, .. } => Some(heads),
-        _ => None,
     };
     let params = QuantizeParams {
         n_cols,
