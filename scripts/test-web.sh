@@ -30,7 +30,7 @@ echo "== kernel tests in headless Chromium (wasm-bindgen-test)"
   cargo test --release --target wasm32-unknown-unknown --lib -- kernels::tests --skip sample::)
 
 echo "== speculative decoding in headless Chromium (draft model and MTP: identity, goldens)"
-(cd engine && env -u VK_ICD_FILENAMES -u WGPU_BACKEND WASM_BINDGEN_TEST_TIMEOUT=900 \
+(cd engine && env -u VK_ICD_FILENAMES -u WGPU_BACKEND WASM_BINDGEN_TEST_TIMEOUT=1200 \
   cargo test --release --target wasm32-unknown-unknown --lib -- speculative::tests)
 
 echo "== npm API in Node (Dawn)"

@@ -567,6 +567,8 @@ fn demo_mtp_model_continues_a_conversation() {
             max_tokens: 16 + turn,
             stop_at_eog: false,
             sampling: SamplerParams::greedy(),
+            // Speculating on every step: the drafts are compared.
+            guard: None,
             ..Default::default()
         };
         let run = |s: &mut Session, drafter: Option<&mut Drafter>| {
@@ -604,6 +606,8 @@ fn demo_mtp_model_speculation_changes_nothing() {
         max_tokens: 24,
         stop_at_eog: false,
         sampling: SamplerParams::greedy(),
+        // Speculating on every step: the acceptance is measured.
+        guard: None,
         ..Default::default()
     };
     let mut total = SpecStats::default();

@@ -8,6 +8,9 @@ use crate::model::{Config, Session};
 use crate::sampling::{candidates, draw, Sampler};
 use crate::{Error, Result};
 
+mod guard;
+pub use guard::{GuardOptions, Mode, SpeedGuard};
+
 /// Where draft tokens come from.
 pub enum Drafter<'a> {
     /// A smaller model with the same vocabulary, decoding greedily in its own session.
@@ -62,6 +65,8 @@ pub struct SpecStats {
     pub accepted: usize,
     /// Verification passes of the target.
     pub passes: usize,
+    /// Tokens made by plain decode steps, where the [`SpeedGuard`] found them faster.
+    pub plain: usize,
 }
 
 impl SpecStats {
@@ -243,6 +248,26 @@ pub async fn step(
     let mut out = drafts[..k].to_vec();
     out.push(next);
     Ok(out)
+}
+
+/// After plain decode steps of a guarded generation, brings the drafter back in step with the
+/// target before the next speculative round, after `last` (the target's latest token, not yet
+/// fed): the MTP layer's pairs of the plainly decoded positions are made by feeding them to
+/// the target again in one pass (which also samples the token after `last`, returned); a draft
+/// model catches up in its next step by itself (`None`).
+pub async fn resume(
+    target: &mut Session,
+    drafter: &Drafter<'_>,
+    last: u32,
+    sampler: &mut Sampler,
+) -> Result<Option<u32>> {
+    match drafter {
+        Drafter::Mtp => {
+            let seq = [target.history(), &[last]].concat();
+            Ok(Some(target.mtp_prefill(&seq, sampler).await?.0))
+        }
+        Drafter::Model(_) => Ok(None),
+    }
 }
 
 /// `n` greedy tokens of the draft session after `seq`, reusing what its cache already holds of

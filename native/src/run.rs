@@ -105,6 +105,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         sampling: args.sampling.params(&l.recommended, mode),
         draft_max: args.speculative.draft_max,
         draft_adaptive: !args.speculative.draft_fixed,
+        guard: args.speculative.guard(),
     };
     let mut spec = Speculator::new(&args.speculative, &l)?;
     let mut drafter = spec.drafter();
@@ -153,14 +154,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             g.stop
         );
         if let Some(s) = g.speculation {
-            eprintln!(
-                "speculative ({:?}): {} of {} drafts accepted ({:.1}%), {:.2} tokens a pass",
-                spec.mode,
-                s.accepted,
-                s.drafted,
-                100.0 * s.acceptance_rate(),
-                s.tokens_per_pass()
-            );
+            eprintln!("{}", spec.summary(&s));
         }
     }
     Ok(())
@@ -214,6 +208,7 @@ pub fn chat(args: ChatArgs) -> Result<()> {
             sampling: sampling.clone(),
             draft_max: args.speculative.draft_max,
             draft_adaptive: !args.speculative.draft_fixed,
+            guard: args.speculative.guard(),
         };
         // One random stream per turn, reproducible from --seed, never the same twice.
         opts.sampling.seed = sampling.seed.wrapping_add(turn);

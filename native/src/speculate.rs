@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use tandem_engine::generate::Generation;
 use tandem_engine::model::{Config, Model, Session};
-use tandem_engine::speculative::{check_draft_vocab, Drafter};
+use tandem_engine::speculative::{check_draft_vocab, Drafter, GuardOptions, SpecStats};
 use tandem_engine::{Error, Result};
 
 use crate::load::{open_gguf, Loaded};
@@ -39,6 +39,17 @@ pub struct SpecArgs {
     /// Always draft --draft-max tokens
     #[arg(long)]
     pub draft_fixed: bool,
+    /// Speculate on every step, even where plain decode steps measure faster (run and chat
+    /// otherwise time both as they go and keep to the faster; bench always speculates)
+    #[arg(long)]
+    pub always_speculate: bool,
+}
+
+impl SpecArgs {
+    /// The speed guard of a generation with these flags.
+    pub fn guard(&self) -> Option<GuardOptions> {
+        (!self.always_speculate).then(GuardOptions::default)
+    }
 }
 
 /// The drafter `run` and `chat` generate with.
@@ -89,7 +100,8 @@ impl Speculator {
     }
 
     /// The JSON keys `run --json` adds: the mode, then the drafted and accepted tokens, the
-    /// acceptance rate and tokens per verification pass (null where speculation did not run).
+    /// acceptance rate, tokens per verification pass and the tokens plain steps made where they
+    /// were faster (null where speculation did not run).
     pub fn json(&self, g: &Generation) -> serde_json::Value {
         let s = g.speculation;
         serde_json::json!({
@@ -98,7 +110,24 @@ impl Speculator {
             "accepted_tokens": s.map(|s| s.accepted),
             "acceptance_rate": s.map(|s| s.acceptance_rate()),
             "tokens_per_pass": s.map(|s| s.tokens_per_pass()),
+            "plain_tokens": s.map(|s| s.plain),
         })
+    }
+
+    /// The line `run` and `chat` print about the speculation of a generation.
+    pub fn summary(&self, s: &SpecStats) -> String {
+        let mut line = format!(
+            "speculative ({:?}): {} of {} drafts accepted ({:.1}%), {:.2} tokens a pass",
+            self.mode,
+            s.accepted,
+            s.drafted,
+            100.0 * s.acceptance_rate(),
+            s.tokens_per_pass()
+        );
+        if s.plain > 0 {
+            line += &format!("; {} tokens by plain steps, which measured faster", s.plain);
+        }
+        line
     }
 }
 

@@ -526,6 +526,30 @@ fn run_json_reports_the_speculation() {
     assert_eq!(draft["tokens"], plain["tokens"]);
     assert_eq!(draft["acceptance_rate"].as_f64(), Some(1.0));
     assert!(draft["dispatches_per_draft"].is_null(), "no MTP layer");
+    assert_eq!(
+        draft["plain_tokens"], 0,
+        "12 tokens: no window of plain steps yet"
+    );
+}
+
+/// Longer generations time plain steps against the speculation (a window of plain steps after
+/// the first of speculation, whichever wins), with the same tokens; `--always-speculate` never
+/// hands over.
+#[test]
+fn run_times_plain_steps_against_the_speculation() {
+    let own = fixture("tiny-llama.gguf");
+    let run = |extra: &[&str]| {
+        let args = [&["--temperature", "0", "--ignore-eos"], extra].concat();
+        run_json("tiny-llama.gguf", "the quick brown fox", "48", &args)
+    };
+    let plain = run(&["--speculative", "off"]);
+    let guarded = run(&["--draft", own.to_str().unwrap()]);
+    assert_eq!(guarded["tokens"], plain["tokens"]);
+    assert!(guarded["plain_tokens"].as_u64().unwrap() >= 16, "{guarded}");
+    let always = run(&["--draft", own.to_str().unwrap(), "--always-speculate"]);
+    assert_eq!(always["tokens"], plain["tokens"]);
+    assert_eq!(always["plain_tokens"], 0);
+    assert_eq!(always["acceptance_rate"].as_f64(), Some(1.0));
 }
 
 /// Speculation the model or the flags cannot give fails with what to do.

@@ -542,6 +542,7 @@ async fn turn(
         accepted_tokens: spec.accepted,
         acceptance_rate: spec.acceptance_rate(),
         tokens_per_pass: spec.tokens_per_pass(),
+        plain_tokens: spec.plain,
         text: out.text,
     }))
 }

@@ -232,6 +232,7 @@ pub struct ChatResult {
     pub accepted_tokens: usize,
     pub acceptance_rate: f64,
     pub tokens_per_pass: f64,
+    pub plain_tokens: usize,
 }
 
 impl ChatResult {
@@ -276,6 +277,11 @@ impl ChatResult {
             "tokens_per_pass",
             "number",
             "Tokens each verification pass yielded (0 without speculation).",
+        ),
+        (
+            "plain_tokens",
+            "number",
+            "Tokens made by plain decode steps, where they measured faster than speculating.",
         ),
     ];
 }

@@ -154,6 +154,17 @@ impl Session {
         self.sampled = None;
     }
 
+    /// Makes `id` the token the next [`Session::decode`] feeds: the latest token, known to the
+    /// host but not to the GPU (a speculative round's last, when plain steps take over).
+    pub fn set_next_token(&mut self, id: u32) {
+        self.discard_ahead();
+        self.model
+            .gpu
+            .queue
+            .write_buffer(&self.act.tokens, 0, bytemuck::bytes_of(&id));
+        self.sampled = Some(id);
+    }
+
     /// The token ids in the KV cache, in order.
     pub fn history(&self) -> &[u32] {
         &self.history[..self.pos() as usize]

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{Drafter, SpecStats};
+use super::{Drafter, GuardOptions, SpecStats};
 use crate::generate::{generate_with, GenerateOptions, StopReason};
 use crate::gguf::Gguf;
 use crate::kernels::reference;
@@ -72,20 +72,38 @@ fn greedy(max_tokens: usize, draft_max: usize) -> GenerateOptions {
         draft_max,
         // Every step drafts draft_max (as far as budget and context allow).
         draft_adaptive: false,
+        guard: None,
+    }
+}
+
+/// A guard that hands over to the other mode every `window` tokens, whatever the timings.
+fn alternating(window: usize) -> GuardOptions {
+    GuardOptions {
+        window,
+        retry_after: 0,
+        margin: 0.0,
     }
 }
 
 /// Generates after every prompt with and without `drafter` (the same session, so cached
-/// prefixes are reused across prompts as in a chat); asserts the tokens are the same and
-/// returns the speculation's totals.
-async fn identical_with(target: &Loaded, mut drafter: Drafter<'_>, draft_max: usize) -> SpecStats {
+/// prefixes are reused across prompts as in a chat), speculating on every step unless `guard`;
+/// asserts the tokens are the same and returns the speculation's totals.
+async fn identical_with(
+    target: &Loaded,
+    mut drafter: Drafter<'_>,
+    draft_max: usize,
+    guard: Option<GuardOptions>,
+) -> SpecStats {
     let mut plain = session(target).await;
     let mut spec = session(target).await;
     let mut total = SpecStats::default();
     for (i, prompt) in prompts(target.model.config.n_vocab).iter().enumerate() {
         // Budgets that end inside a speculative step, and runs to the end of the context.
         let max_tokens = [8, 3, CTX as usize][i % 3];
-        let opts = greedy(max_tokens, draft_max);
+        let opts = GenerateOptions {
+            guard,
+            ..greedy(max_tokens, draft_max)
+        };
         let t = &target.tokenizer;
         let want = generate_with(&mut plain, None, t, prompt, &opts, |_| true)
             .await
@@ -102,13 +120,14 @@ async fn identical_with(target: &Loaded, mut drafter: Drafter<'_>, draft_max: us
         }
         let s = got.speculation.expect("speculation ran");
         assert_eq!(
-            s.accepted + s.passes,
+            s.accepted + s.passes + s.plain,
             got.tokens.len() - 1,
-            "{case}: every token after the first comes from a verification"
+            "{case}: every token after the first comes from a verification or a plain step"
         );
         total.drafted += s.drafted;
         total.accepted += s.accepted;
         total.passes += s.passes;
+        total.plain += s.plain;
     }
     total
 }
@@ -117,7 +136,7 @@ async fn identical_with(target: &Loaded, mut drafter: Drafter<'_>, draft_max: us
 async fn a_draft_model_identical_to_the_target_is_always_accepted() {
     let target = load(LLAMA).await;
     let mut d = session(&target).await;
-    let s = identical_with(&target, Drafter::Model(&mut d), 4).await;
+    let s = identical_with(&target, Drafter::Model(&mut d), 4, None).await;
     assert!(s.drafted > 0);
     assert_eq!(s.accepted, s.drafted, "{s:?}");
     assert_eq!(s.acceptance_rate(), 1.0);
@@ -130,9 +149,26 @@ async fn a_different_draft_model_changes_nothing() {
     let draft = load(QWEN3).await;
     let mut d = session(&draft).await;
     for draft_max in [1, 3] {
-        let s = identical_with(&target, Drafter::Model(&mut d), draft_max).await;
+        let s = identical_with(&target, Drafter::Model(&mut d), draft_max, None).await;
         assert!(s.drafted > 0 && s.accepted < s.drafted, "{s:?}");
     }
+}
+
+/// The speed guard handing over between speculative rounds and plain steps (here every 3
+/// tokens, whatever the timings): the tokens are the same, for the MTP layer (which catches up
+/// on the plainly decoded positions when speculation resumes) and, natively, for a draft model
+/// (which catches up in its own next step).
+async fn plain_steps_between_rounds_change_nothing() {
+    let target = load(GLM_MTP).await;
+    let s = identical_with(&target, Drafter::Mtp, 3, Some(alternating(3))).await;
+    assert!(s.plain > 0 && s.passes > 0 && s.accepted > 0, "{s:?}");
+    if cfg!(target_arch = "wasm32") {
+        return;
+    }
+    let llama = load(LLAMA).await;
+    let mut d = session(&llama).await;
+    let s = identical_with(&llama, Drafter::Model(&mut d), 2, Some(alternating(3))).await;
+    assert!(s.plain > 0 && s.passes > 0 && s.accepted > 0, "{s:?}");
 }
 
 /// The adaptive draft length: longer while everything is accepted, shorter after a rejection,
@@ -191,7 +227,7 @@ async fn mtp_changes_nothing() {
         &[0, 1, 5]
     };
     for &draft_max in lengths {
-        let s = identical_with(&target, Drafter::Mtp, draft_max).await;
+        let s = identical_with(&target, Drafter::Mtp, draft_max, None).await;
         // Some drafts are accepted: the paths after an accepted draft (the MTP cache's roll-back,
         // an accepted draft's hidden state) run too.
         assert!(draft_max == 0 || s.accepted > 0, "{s:?}");
@@ -240,6 +276,62 @@ async fn mtp_reuses_a_conversations_prefix() {
     let want = fresh.mtp_draft_logits(first).await.unwrap();
     // The same on lavapipe to the bit; pairs taken from the draft steps are 4e-3 off.
     assert_close("mtp logits", "reused prefix", &reused, &want, 1e-9, 1e-4);
+}
+
+/// After a round with a draft accepted, plain decode steps (the speed guard's), then
+/// [`super::resume`]: the MTP layer's cache holds the pairs of the plainly decoded positions, its
+/// first draft's logits those of a fresh session fed the same tokens.
+async fn mtp_catches_up_after_plain_steps() {
+    let m = load(GLM_MTP).await;
+    // An f32 KV cache, so that what differs is only the kernels' arithmetic (the catch-up
+    // pass reads the prefix the rounds left, the fresh session makes it in a prompt pass).
+    let opts = SessionOptions {
+        ctx: 64,
+        ubatch: 16,
+        outputs: 16,
+        kv: KvType::F32,
+    };
+    let mut s = Session::new(m.model.clone(), opts).await.unwrap();
+    let mut greedy = Sampler::greedy();
+    let mut found = None;
+    for prompt in prompts(m.model.config.n_vocab) {
+        let (mut last, _) = s.mtp_prefill(&prompt, &mut greedy).await.unwrap();
+        while s.pos() + 4 <= 24 {
+            let (_, k, next) = s.mtp_round(last, 3, &mut greedy).await.unwrap();
+            last = next;
+            if k > 0 {
+                found = Some(last);
+                break;
+            }
+        }
+        if found.is_some() {
+            break;
+        }
+    }
+    let mut last = found.expect("a draft accepted");
+    s.set_next_token(last);
+    for _ in 0..5 {
+        last = s.decode(&mut greedy).await.unwrap();
+    }
+    let seq = [s.history(), &[last]].concat();
+    let next = super::resume(&mut s, &Drafter::Mtp, last, &mut greedy)
+        .await
+        .unwrap()
+        .expect("the MTP layer catches up in a pass");
+    let resumed = s.mtp_draft_logits(next).await.unwrap();
+    let mut fresh = Session::new(m.model.clone(), opts).await.unwrap();
+    let (want_next, _) = fresh.mtp_prefill(&seq, &mut greedy).await.unwrap();
+    assert_eq!(next, want_next);
+    let want = fresh.mtp_draft_logits(next).await.unwrap();
+    // 5e-8 on lavapipe; a catch-up that trusted the plain steps' positions is 1.7 off.
+    assert_close(
+        "mtp logits",
+        "after plain steps",
+        &resumed,
+        &want,
+        1e-6,
+        1e-2,
+    );
 }
 
 /// Drafts closer than this to their runner-up (in torch's logits) may go either way.
@@ -518,6 +610,7 @@ async fn sampled_speculation_keeps_the_distribution() {
                 },
                 draft_max: 1,
                 draft_adaptive: false,
+                guard: None,
             };
             let t = &target.tokenizer;
             let prompt = [1u32, 40, 300];
@@ -567,7 +660,9 @@ gpu_tests!(
     a_different_draft_model_changes_nothing,
     the_draft_length_adapts_to_the_acceptance,
     mtp_changes_nothing,
+    plain_steps_between_rounds_change_nothing,
     mtp_reuses_a_conversations_prefix,
+    mtp_catches_up_after_plain_steps,
     mtp_matches_torch,
     verify_gives_the_greedy_token_after_each_row,
     a_verification_deep_in_the_context_is_decode_steps,

@@ -168,7 +168,7 @@ impl Scheduler {
                 let job = waiting.pop_front().expect("not empty");
                 if let Err(job) = self.start(slot, job) {
                     // The device is lost: the job waits for the model on a new one.
-                    waiting.push_front(job);
+                    waiting.push_front(*job);
                     break;
                 }
             }
@@ -214,7 +214,7 @@ impl Scheduler {
     }
 
     /// Feeds the job's prompt in slot `i`; gives the job back if the device is lost.
-    fn start(&mut self, i: usize, job: Job) -> Result<(), Job> {
+    fn start(&mut self, i: usize, job: Job) -> Result<(), Box<Job>> {
         self.metrics.count_prompt(job.prompt.len());
         let session = self.sessions.session_mut(i);
         let started = pollster::block_on(Generator::start(session, None, &job.prompt, &job.opts));
@@ -230,7 +230,7 @@ impl Scheduler {
             }
             Err(Error::DeviceLost(_)) => {
                 self.suspect = true;
-                return Err(job);
+                return Err(Box::new(job));
             }
             Err(e) => {
                 self.sessions.session_mut(i).truncate(0);

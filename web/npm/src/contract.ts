@@ -103,6 +103,8 @@ export interface ChatResult {
   acceptance_rate: number;
   /** Tokens each verification pass yielded (0 without speculation). */
   tokens_per_pass: number;
+  /** Tokens made by plain decode steps, where they measured faster than speculating. */
+  plain_tokens: number;
 }
 
 /** The engine's chat defaults, for a model that recommends no sampling (greedy: a small model's first token is often a near tie). */

@@ -301,6 +301,7 @@ export class Engine {
             accepted_tokens: r.accepted_tokens,
             acceptance_rate: r.acceptance_rate,
             tokens_per_pass: r.tokens_per_pass,
+            plain_tokens: r.plain_tokens,
           },
         };
         if (aborted) {

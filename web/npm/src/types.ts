@@ -73,6 +73,8 @@ export interface CompletionUsage {
     acceptance_rate: number;
     /** Tokens each verification pass yielded (0 without speculation). */
     tokens_per_pass: number;
+    /** Tokens made by plain decode steps, where they measured faster than speculating (speculation pauses while they do). */
+    plain_tokens: number;
   };
 }
 
