@@ -60,4 +60,5 @@ TANDEM_CROSS_NATIVE_ICD=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
   --prompt-file "$cross/prompts.txt" -n 6 --rounds 1 --mtp-arms --timeout 300 --out "$cross" > "$cross/mtp.txt"
 grep -q "browser mtp/native" "$cross/mtp.txt"
 grep -q "MTP acceptance" "$cross/mtp.txt"
-echo "comparison with --mtp-arms: 4 arms, each engine with and without MTP"
+grep -q "browser guarded/native" "$cross/mtp.txt"
+echo "comparison with --mtp-arms: 6 arms, each engine without MTP, with it on every step, and guarded"

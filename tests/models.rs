@@ -633,9 +633,7 @@ fn demo_mtp_model_speculation_changes_nothing() {
         .unwrap();
         assert_eq!(got.tokens, want.tokens, "{text:?}: tokens with MTP");
         let s = got.speculation.expect("MTP ran");
-        total.drafted += s.drafted;
-        total.accepted += s.accepted;
-        total.passes += s.passes;
+        total.add(&s);
     }
     eprintln!(
         "demo MTP model, 20 prompts: acceptance {:.3}, {:.2} tokens a pass ({total:?})",

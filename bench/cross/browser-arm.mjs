@@ -28,7 +28,7 @@ const value = (names, dflt) => {
   return i >= 0 ? Number(args[i + 1]) : dflt;
 };
 if (!model || model.startsWith("-")) {
-  console.error("usage: browser-arm.mjs MODEL.gguf [--prompts N] [-p N] [-n N] [--profile] [--profile-tokens N] [--portable] [--dawn TOGGLES] [--prompt-file FILE] [--speculative mtp|off]");
+  console.error("usage: browser-arm.mjs MODEL.gguf [--prompts N] [-p N] [-n N] [--profile] [--profile-tokens N] [--portable] [--dawn TOGGLES] [--prompt-file FILE] [--speculative mtp|off] [--always-speculate]");
   process.exit(2);
 }
 const opts = {
@@ -45,6 +45,7 @@ if (text("--prompt-file")) {
   opts.promptTokens = Math.max(...opts.promptTexts.map((l) => Buffer.byteLength(l) + 1));
 }
 if (text("--speculative")) opts.speculative = text("--speculative");
+if (flag("--always-speculate")) opts.alwaysSpeculate = true;
 
 const { create, globals } = await import(resolve(root, "web/node_modules/webgpu/index.js"));
 Object.assign(globalThis, globals);

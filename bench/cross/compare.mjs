@@ -15,8 +15,10 @@
 // `enable-dawn-features=disable_robustness`: which of a tab's transforms a gap comes from.
 // --prompt-file feeds both engines a file's lines as the prompts (`tandem bench --prompt-file`).
 // --mtp-arms, on a model with an MTP layer: the native and browser arms decode without
-// speculation, and two more arms with it (`--speculative mtp`), so the table gives each engine's
-// speed with and without multi-token prediction and what the drafts did.
+// speculation, two more speculate on every step (`--speculative mtp --always-speculate`) and two
+// more as a user's generation does, speculating while it measures faster than plain steps
+// (`--speculative mtp`), so the table gives each engine's speed with and without multi-token
+// prediction, what the drafts did, and what the speed guard keeps of the faster.
 // --render prints the table and writes the plot again from a saved comparison's runs (runs added
 // to its "runs" by hand, from another log of the same call, are summarized like the others).
 // Each arm runs in its own process with its own timeout; an arm that fails is reported and left
@@ -74,8 +76,9 @@ args.forEach((a, i) => {
 if (flag("--browser-portable")) arms.push({ ...arms[1], arm: "browser-portable", args: [...arms[1].args, "--portable"] });
 if (mtpArms) {
   const plain = arms.map((a) => ({ ...a, args: [...a.args, "--speculative", "off"] }));
-  const mtp = arms.slice(0, 2).map((a) => ({ ...a, arm: `${a.arm} mtp`, args: [...a.args, "--speculative", "mtp"] }));
-  arms.splice(0, arms.length, ...plain, ...mtp);
+  const mtp = arms.slice(0, 2).map((a) => ({ ...a, arm: `${a.arm} mtp`, args: [...a.args, "--speculative", "mtp", "--always-speculate"] }));
+  const guarded = arms.slice(0, 2).map((a) => ({ ...a, arm: `${a.arm} guarded`, args: [...a.args, "--speculative", "mtp"] }));
+  arms.splice(0, arms.length, ...plain, ...mtp, ...guarded);
 }
 
 const t0 = performance.now();
@@ -201,6 +204,7 @@ row("stream read GB/s", (s) => s.ceiling_gb_per_second, 1);
 if (summary.some((s) => s.speculation)) {
   row("MTP acceptance", (s) => s.speculation?.acceptance_rate, 3);
   row("tokens a verify pass", (s) => s.speculation?.tokens_per_pass, 2);
+  row("tokens by plain steps", (s) => s.speculation?.plain_tokens, 0);
 }
 const loads = summary.filter((s) => s.load);
 for (const s of loads) {

@@ -14,7 +14,7 @@ use crate::kernels::stream_read_bandwidth;
 use crate::model::Session;
 use crate::platform::now_seconds;
 use crate::sampling::Sampler;
-use crate::speculative::{self, DraftLen, Drafter, SpecStats};
+use crate::speculative::{self, DraftLen, Drafter, GuardOptions, SpecDecoder, SpecStats};
 use crate::{Error, Result};
 
 /// What to measure.
@@ -43,6 +43,11 @@ pub struct BenchOptions {
     pub draft_max: usize,
     /// The draft length follows the acceptance (within 1..=`draft_max`).
     pub draft_adaptive: bool,
+    /// With a drafter, each request speculates only while it measures faster than plain
+    /// decode steps, as generation does ([`crate::speculative::SpeedGuard`]); `None`: on every
+    /// step, to time speculation itself.
+    #[serde(skip)]
+    pub guard: Option<GuardOptions>,
 }
 
 impl BenchOptions {
@@ -193,6 +198,8 @@ pub struct Speculation {
     pub accepted_tokens: usize,
     pub acceptance_rate: f64,
     pub tokens_per_pass: f64,
+    /// Tokens plain decode steps made where the speed guard found them faster.
+    pub plain_tokens: usize,
 }
 
 impl From<SpecStats> for Speculation {
@@ -202,6 +209,7 @@ impl From<SpecStats> for Speculation {
             accepted_tokens: s.accepted,
             acceptance_rate: s.acceptance_rate(),
             tokens_per_pass: s.tokens_per_pass(),
+            plain_tokens: s.plain,
         }
     }
 }
@@ -275,9 +283,17 @@ pub async fn run(
     let greedy = &mut Sampler::greedy();
     // Warm up: compile every pipeline and touch every buffer once.
     let warm = prompt(usize::MAX, opts.longest_prompt().max(2), n_vocab);
-    let len = DraftLen::new(opts.draft_max, opts.draft_adaptive);
     let warm_stats = &mut SpecStats::default();
-    generate(s, drafter.as_deref_mut(), &warm, 2, len, greedy, warm_stats).await?;
+    generate(
+        s,
+        drafter.as_deref_mut(),
+        &warm,
+        2,
+        opts,
+        greedy,
+        warm_stats,
+    )
+    .await?;
     let timed = s.model.gpu.features.timestamps;
     if opts.profile || !opts.pass_tokens.is_empty() {
         // A GPU idle at start runs its first kernels at a lower clock (H200: short profile runs
@@ -289,7 +305,7 @@ pub async fn run(
                 drafter.as_deref_mut(),
                 &warm,
                 opts.gen_tokens,
-                len,
+                opts,
                 greedy,
                 warm_stats,
             )
@@ -308,7 +324,7 @@ pub async fn run(
             drafter.as_deref_mut(),
             &p,
             opts.gen_tokens,
-            len,
+            opts,
             greedy,
             &mut stats,
         )
@@ -394,14 +410,14 @@ pub async fn run(
 }
 
 /// One request from an empty cache: `prompt`, then `n` tokens (the first from the prefill),
-/// greedily, adding what the drafts did to `stats`. Returns when it began and when the prefill
-/// ended.
+/// greedily, speculating as `opts` says, adding what the drafts did to `stats`. Returns when it
+/// began and when the prefill ended.
 async fn generate(
     s: &mut Session,
     mut drafter: Option<&mut Drafter<'_>>,
     prompt: &[u32],
     n: usize,
-    mut len: DraftLen,
+    opts: &BenchOptions,
     greedy: &mut Sampler,
     stats: &mut SpecStats,
 ) -> Result<(f64, f64)> {
@@ -409,12 +425,13 @@ async fn generate(
     let t0 = now_seconds();
     let (mut last, _) = speculative::prefill(s, drafter.as_deref(), prompt, greedy).await?;
     let t1 = now_seconds();
+    let len = DraftLen::new(opts.draft_max, opts.draft_adaptive);
+    let mut spec = SpecDecoder::new(len, opts.guard);
     let mut made = 1;
     while made < n {
         match drafter.as_deref_mut() {
             Some(d) => {
-                let new =
-                    speculative::sized_step(s, d, last, n - made, &mut len, greedy, stats).await?;
+                let new = spec.next(s, d, last, n - made, greedy).await?;
                 made += new.len();
                 last = *new.last().expect("a step makes at least one token");
             }
@@ -424,5 +441,6 @@ async fn generate(
             }
         }
     }
+    stats.add(&spec.stats);
     Ok((t0, t1))
 }

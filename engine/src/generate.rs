@@ -4,7 +4,7 @@
 
 use crate::model::Session;
 use crate::sampling::{Sampler, SamplerParams};
-use crate::speculative::{self, DraftLen, Drafter, GuardOptions, Mode, SpecStats, SpeedGuard};
+use crate::speculative::{self, DraftLen, Drafter, GuardOptions, SpecDecoder, SpecStats};
 use crate::tokenizer::{TextStream, Tokenizer};
 use crate::Result;
 
@@ -20,7 +20,7 @@ pub struct GenerateOptions {
     /// drafting `draft_max`.
     pub draft_adaptive: bool,
     /// With a drafter, speculate only while it measures faster than plain decode steps
-    /// ([`SpeedGuard`]); `None`: speculate on every step.
+    /// ([`speculative::SpeedGuard`]); `None`: speculate on every step.
     pub guard: Option<GuardOptions>,
 }
 
@@ -139,20 +139,12 @@ pub struct Generator {
     out: Generation,
     stream: TextStream,
     sampler: Sampler,
-    stats: Option<SpecStats>,
-    draft_len: DraftLen,
-    /// With a drafter and [`GenerateOptions::guard`]: whether the next pass speculates.
-    guard: Option<SpeedGuard>,
-    /// The drafter must catch up with plain steps before the next round
-    /// ([`speculative::resume`]).
-    resume: bool,
+    /// With a drafter.
+    spec: Option<SpecDecoder>,
     /// Tokens the last pass made, not handed out yet.
     batch: Vec<u32>,
     /// When decoding began.
     t1: f64,
-    /// When the last pass ended (the guard times from pass to pass, the host's work between
-    /// them included).
-    mark: f64,
     done: bool,
 }
 
@@ -180,13 +172,14 @@ impl Generator {
             out,
             stream: TextStream::new(),
             sampler,
-            stats: drafter.is_some().then(SpecStats::default),
-            draft_len: DraftLen::new(opts.draft_max, opts.draft_adaptive),
-            guard: drafter.and(opts.guard).map(SpeedGuard::new),
-            resume: false,
+            spec: drafter.is_some().then(|| {
+                SpecDecoder::new(
+                    DraftLen::new(opts.draft_max, opts.draft_adaptive),
+                    opts.guard,
+                )
+            }),
             batch: vec![first],
             t1: crate::platform::now_seconds(),
-            mark: crate::platform::now_seconds(),
             done: false,
         })
     }
@@ -254,7 +247,7 @@ impl Generator {
     /// ([`SessionSet::decode`](crate::model::SessionSet::decode), with [`Generator::sampler`]):
     /// no drafter (speculation verifies its own drafts).
     pub fn batchable(&self) -> bool {
-        self.stats.is_none()
+        self.spec.is_none()
     }
 
     /// The sampler a batched step takes this generation's next token with.
@@ -276,43 +269,11 @@ impl Generator {
         let last = self.batch[self.batch.len() - 1];
         let left = self.opts.max_tokens - self.out.tokens.len();
         let sampler = &mut self.sampler;
-        let plain = self.guard.as_ref().map(SpeedGuard::mode) == Some(Mode::Plain);
-        self.batch = match (drafter, &mut self.stats) {
-            (Some(d), Some(st)) if !plain => {
-                if std::mem::take(&mut self.resume) {
-                    if let Some(next) = speculative::resume(session, d, last, sampler).await? {
-                        // A pass of its own, the guard's timing left out.
-                        st.plain += 1;
-                        self.batch = vec![next];
-                        self.mark = crate::platform::now_seconds();
-                        return Ok(());
-                    }
-                }
-                speculative::sized_step(session, d, last, left, &mut self.draft_len, sampler, st)
-                    .await?
-            }
-            (_, st) => {
-                if let Some(st) = st {
-                    st.plain += 1;
-                }
-                if left == 1 {
-                    vec![session.decode_last(sampler).await?]
-                } else {
-                    vec![session.decode(sampler).await?]
-                }
-            }
+        self.batch = match (drafter, &mut self.spec) {
+            (Some(d), Some(spec)) => spec.next(session, d, last, left, sampler).await?,
+            _ if left == 1 => vec![session.decode_last(sampler).await?],
+            _ => vec![session.decode(sampler).await?],
         };
-        let now = crate::platform::now_seconds();
-        let seconds = now - std::mem::replace(&mut self.mark, now);
-        let switched = self
-            .guard
-            .as_mut()
-            .and_then(|g| g.record(self.batch.len(), seconds));
-        match switched {
-            Some(Mode::Plain) => session.set_next_token(self.batch[self.batch.len() - 1]),
-            Some(Mode::Speculate) => self.resume = true,
-            None => {}
-        }
         Ok(())
     }
 
@@ -327,7 +288,7 @@ impl Generator {
         if !self.done {
             self.out.stop = StopReason::Stopped;
         }
-        self.out.speculation = self.stats;
+        self.out.speculation = self.spec.map(|s| s.stats);
         let rest = self.stream.finish();
         if !rest.is_empty() && self.out.stop != StopReason::Stopped {
             on_text(&rest);

@@ -70,6 +70,14 @@ pub struct SpecStats {
 }
 
 impl SpecStats {
+    /// Adds another generation's figures.
+    pub fn add(&mut self, o: &SpecStats) {
+        self.drafted += o.drafted;
+        self.accepted += o.accepted;
+        self.passes += o.passes;
+        self.plain += o.plain;
+    }
+
     /// Share of drafted tokens accepted (0 when nothing was drafted).
     pub fn acceptance_rate(&self) -> f64 {
         if self.drafted == 0 {
@@ -185,26 +193,87 @@ pub async fn prefill(
     }
 }
 
-/// [`step`] sized to what is left: at most `len.n` drafts, fewer where the context or one
-/// verify pass has no room for them or where `left` tokens (at least 1) are all that is still
-/// wanted; `len` then follows the acceptance.
-pub async fn sized_step(
-    target: &mut Session,
-    drafter: &mut Drafter<'_>,
-    last: u32,
-    left: usize,
-    len: &mut DraftLen,
-    sampler: &mut Sampler,
-    stats: &mut SpecStats,
-) -> Result<Vec<u32>> {
-    let room = (target.opts.ctx - target.pos()).min(target.max_verify()) as usize;
-    let n = len.n.min(room.saturating_sub(1)).min(left - 1);
-    let accepted = stats.accepted;
-    let new = step(target, drafter, last, n, sampler, stats).await?;
-    if len.adaptive {
-        len.n = next_draft_len(len.n, n, stats.accepted - accepted).min(len.max);
+/// The speculative side of one generation: the draft length it carries from step to step, what
+/// the drafts did, and, with a [`SpeedGuard`], whether the next tokens come from a speculative
+/// step or from plain decode steps (and the drafter's catching up when speculation resumes).
+/// [`crate::generate::Generator`] and the benchmark decode through it.
+pub struct SpecDecoder {
+    len: DraftLen,
+    /// What the drafts (and the plain steps) did so far.
+    pub stats: SpecStats,
+    guard: Option<SpeedGuard>,
+    /// The drafter must catch up with plain steps before the next round ([`resume`]).
+    resume: bool,
+    /// When the last pass ended (the guard times from pass to pass, the host's work between
+    /// them included).
+    mark: f64,
+}
+
+impl SpecDecoder {
+    /// Starting after the prompt's pass: drafts of up to `len.max`, speculating on every step
+    /// unless `guard`.
+    pub fn new(len: DraftLen, guard: Option<GuardOptions>) -> SpecDecoder {
+        SpecDecoder {
+            len,
+            stats: SpecStats::default(),
+            guard: guard.map(SpeedGuard::new),
+            resume: false,
+            mark: crate::platform::now_seconds(),
+        }
     }
-    Ok(new)
+
+    /// The next tokens after `last` (the target's latest token, not yet fed), at most `left`
+    /// (at least 1): a speculative step with at most the carried draft length, fewer where the
+    /// context or one verify pass has no room for them, or a plain decode step where the guard
+    /// found those faster. The last token returned is not yet fed.
+    pub async fn next(
+        &mut self,
+        target: &mut Session,
+        drafter: &mut Drafter<'_>,
+        last: u32,
+        left: usize,
+        sampler: &mut Sampler,
+    ) -> Result<Vec<u32>> {
+        let plain = self.guard.as_ref().map(SpeedGuard::mode) == Some(Mode::Plain);
+        let new = if plain {
+            self.stats.plain += 1;
+            if left == 1 {
+                vec![target.decode_last(sampler).await?]
+            } else {
+                vec![target.decode(sampler).await?]
+            }
+        } else {
+            if std::mem::take(&mut self.resume) {
+                if let Some(next) = resume(target, drafter, last, sampler).await? {
+                    // A pass of its own, left out of the guard's timing.
+                    self.stats.plain += 1;
+                    self.mark = crate::platform::now_seconds();
+                    return Ok(vec![next]);
+                }
+            }
+            let room = (target.opts.ctx - target.pos()).min(target.max_verify()) as usize;
+            let n = self.len.n.min(room.saturating_sub(1)).min(left - 1);
+            let accepted = self.stats.accepted;
+            let new = step(target, drafter, last, n, sampler, &mut self.stats).await?;
+            if self.len.adaptive {
+                let k = self.stats.accepted - accepted;
+                self.len.n = next_draft_len(self.len.n, n, k).min(self.len.max);
+            }
+            new
+        };
+        let now = crate::platform::now_seconds();
+        let seconds = now - std::mem::replace(&mut self.mark, now);
+        match self
+            .guard
+            .as_mut()
+            .and_then(|g| g.record(new.len(), seconds))
+        {
+            Some(Mode::Plain) => target.set_next_token(new[new.len() - 1]),
+            Some(Mode::Speculate) => self.resume = true,
+            None => {}
+        }
+        Ok(new)
+    }
 }
 
 /// One speculative step after `last` (the target's latest token, not yet fed): drafts up to `n`
@@ -255,7 +324,7 @@ pub async fn step(
 /// fed): the MTP layer's pairs of the plainly decoded positions are made by feeding them to
 /// the target again in one pass (which also samples the token after `last`, returned); a draft
 /// model catches up in its next step by itself (`None`).
-pub async fn resume(
+pub(crate) async fn resume(
     target: &mut Session,
     drafter: &Drafter<'_>,
     last: u32,

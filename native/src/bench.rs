@@ -64,6 +64,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         pass_tokens: args.pass_tokens.clone(),
         draft_max: args.speculative.draft_max,
         draft_adaptive: !args.speculative.draft_fixed,
+        guard: args.speculative.guard(),
     };
     let mut model_args = args.model.clone();
     let need = opts.context_needed();
@@ -106,7 +107,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         r.gen_tokens, d.median, d.min, d.max, r.dispatches_per_token
     );
     if let Some(s) = &r.speculation {
-        println!(
+        let mut line = format!(
             "speculative ({:?}): {} of {} drafts accepted ({:.1}%), {:.2} tokens a pass",
             spec.mode,
             s.accepted_tokens,
@@ -114,6 +115,13 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             100.0 * s.acceptance_rate,
             s.tokens_per_pass
         );
+        if s.plain_tokens > 0 {
+            line += &format!(
+                "; {} tokens by plain steps, which measured faster",
+                s.plain_tokens
+            );
+        }
+        println!("{line}");
     }
     for p in &r.passes {
         println!(

@@ -39,8 +39,9 @@ pub struct SpecArgs {
     /// Always draft --draft-max tokens
     #[arg(long)]
     pub draft_fixed: bool,
-    /// Speculate on every step, even where plain decode steps measure faster (run and chat
-    /// otherwise time both as they go and keep to the faster; bench always speculates)
+    /// Speculate on every step, even where plain decode steps measure faster (otherwise each
+    /// generation times both as it goes and keeps to the faster; bench times speculation
+    /// itself with this)
     #[arg(long)]
     pub always_speculate: bool,
 }

@@ -451,6 +451,10 @@ fn bench_reports_the_speculation() {
     let rate = s["acceptance_rate"].as_f64().unwrap();
     assert!((rate - accepted as f64 / drafted as f64).abs() < 1e-9);
     assert!(s["tokens_per_pass"].as_f64().unwrap() >= 1.0);
+    assert_eq!(
+        s["plain_tokens"], 0,
+        "9 tokens: no window of plain steps yet"
+    );
     assert!(bench(&["--speculative", "off"])
         .get("speculation")
         .is_none());
@@ -533,8 +537,8 @@ fn run_json_reports_the_speculation() {
 }
 
 /// Longer generations time plain steps against the speculation (a window of plain steps after
-/// the first of speculation, whichever wins), with the same tokens; `--always-speculate` never
-/// hands over.
+/// the first of speculation, whichever wins), with the same tokens, in `run` and in each of
+/// `bench`'s requests; `--always-speculate` never hands over.
 #[test]
 fn run_times_plain_steps_against_the_speculation() {
     let own = fixture("tiny-llama.gguf");
@@ -550,6 +554,40 @@ fn run_times_plain_steps_against_the_speculation() {
     assert_eq!(always["tokens"], plain["tokens"]);
     assert_eq!(always["plain_tokens"], 0);
     assert_eq!(always["acceptance_rate"].as_f64(), Some(1.0));
+    let model = fixture("tiny-llama.gguf");
+    let bench = |extra: &[&str]| {
+        let args = [
+            &[
+                "bench",
+                "-q",
+                "-m",
+                model.to_str().unwrap(),
+                "--prompts",
+                "2",
+            ],
+            &[
+                "-p",
+                "6",
+                "-n",
+                "48",
+                "--json",
+                "--draft",
+                own.to_str().unwrap(),
+            ][..],
+            extra,
+        ]
+        .concat();
+        let out = tandem(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["speculation"].clone()
+    };
+    let guarded = bench(&[]);
+    assert!(guarded["plain_tokens"].as_u64().unwrap() >= 32, "{guarded}");
+    assert_eq!(bench(&["--always-speculate"])["plain_tokens"], 0);
 }
 
 /// Speculation the model or the flags cannot give fails with what to do.

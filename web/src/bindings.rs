@@ -13,7 +13,7 @@ use tandem_engine::model::{
     read_header, ChunkReader, FileOrderStream, Model, Session, SessionOptions,
 };
 use tandem_engine::sampling::{SamplerParams, Sampling};
-use tandem_engine::speculative::Drafter;
+use tandem_engine::speculative::{Drafter, GuardOptions};
 use tandem_engine::tokenizer::{ChatMessage, ChatTemplate, Tokenizer};
 use tandem_engine::Error;
 use wasm_bindgen::prelude::*;
@@ -133,6 +133,9 @@ struct BenchRequest {
     /// Default: MTP where the model has an MTP layer, as for chat.
     speculative: Option<Speculative>,
     draft_max: usize,
+    /// Speculate on every step even where plain decode steps measure faster (to time
+    /// speculation itself).
+    always_speculate: bool,
 }
 
 impl Default for BenchRequest {
@@ -147,6 +150,7 @@ impl Default for BenchRequest {
             prompt_texts: Vec::new(),
             speculative: None,
             draft_max: GenerateOptions::default().draft_max,
+            always_speculate: false,
         }
     }
 }
@@ -412,6 +416,7 @@ impl Engine {
                 pass_tokens: o.pass_tokens,
                 draft_max: o.draft_max.max(1),
                 draft_adaptive: true,
+                guard: (!o.always_speculate).then(GuardOptions::default),
             };
             let mut mtp = Drafter::Mtp;
             let drafter = uses_mtp(&m.session, o.speculative)?.then_some(&mut mtp);

@@ -168,10 +168,17 @@ await step("completions with multi-token prediction: the MTP demo model, same gr
   assert.ok(x.draft_tokens > 0 && x.accepted_tokens <= x.draft_tokens, JSON.stringify(x));
   assert.ok(Math.abs(x.acceptance_rate - x.accepted_tokens / x.draft_tokens) < 1e-9);
   assert.ok(x.tokens_per_pass >= 1, `tokens_per_pass ${x.tokens_per_pass}`);
+  assert.equal(typeof x.plain_tokens, "number");
   await assert.rejects(engine.chat.completions.create({ messages: [{ role: "user", content: "hi" }] }), (e) => e instanceof TandemError && e.code === "template_error");
   const b = await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 8 });
   assert.ok(b.speculation.draft_tokens > 0 && b.speculation.tokens_per_pass >= 1, JSON.stringify(b.speculation));
   assert.equal((await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 3, speculative: "off" })).speculation, undefined);
+  // 24 tokens: a window of 16 speculating, then plain steps timed against it (the speed guard),
+  // unless every step must speculate.
+  const guarded = await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 24 });
+  assert.ok(guarded.speculation.plain_tokens > 0, JSON.stringify(guarded.speculation));
+  const always = await engine.bench({ prompts: 1, promptTokens: 4, genTokens: 24, alwaysSpeculate: true });
+  assert.equal(always.speculation.plain_tokens, 0, JSON.stringify(always.speculation));
   const bt = await engine.bench({ promptTexts: ["the quick brown fox", "jumps over the lazy dog"], genTokens: 4 });
   assert.equal(bt.prompts, 2);
   assert.ok(bt.prompt_tokens >= 5 && bt.speculation.draft_tokens > 0, JSON.stringify(bt));

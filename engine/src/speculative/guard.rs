@@ -4,8 +4,10 @@
 //! plain decode steps do, whatever the acceptance. Which way it goes depends on the GPU, the
 //! model and the text, so the guard measures it: a generation runs in windows of a few tokens,
 //! each either speculative or plain, timed by the wall clock (what the user waits for), and
-//! keeps to the faster mode, timing the other again once its figure is old. The tokens are the
-//! same either way (greedy) or have the same distribution (sampled).
+//! keeps to the faster mode, trying the other again once its figure is old. A trial costs (a
+//! window of the slower mode, and the MTP layer's catching up when speculation resumes), so a
+//! trial that changes nothing doubles the wait before the next. The tokens are the same either
+//! way (greedy) or have the same distribution (sampled).
 
 /// How a generation makes its next tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,11 +36,15 @@ impl Mode {
 pub struct GuardOptions {
     /// Tokens a window makes before the guard decides again.
     pub window: usize,
-    /// Tokens after which the mode not running is timed again (its speed moves with the text
-    /// and the context's length); 0: every other window.
+    /// Tokens after which the mode not running is tried again (its speed moves with the text
+    /// and the context's length); 0: every other window. Doubles after each trial the mode
+    /// loses, up to `retry_max`.
     pub retry_after: usize,
-    /// The other mode must be this much faster (a fraction of the current mode's time a token)
-    /// to be switched to, so that modes of about equal speed do not flap.
+    /// The longest wait between trials.
+    pub retry_max: usize,
+    /// A mode on trial must be this much faster (a fraction of the other's time a token) to stay,
+    /// and the running one this much slower to be left, so that modes of about equal speed do
+    /// not flap.
     pub margin: f64,
 }
 
@@ -47,17 +53,22 @@ impl Default for GuardOptions {
         GuardOptions {
             window: 16,
             retry_after: 256,
+            retry_max: 4096,
             margin: 0.05,
         }
     }
 }
 
-/// The guard's state over one generation: the mode running, the current window's count, and
-/// each mode's last timing.
+/// The guard's state over one generation: the mode running (and whether on trial), the current
+/// window's count, each mode's last timing and the wait before the next trial.
 #[derive(Clone, Debug)]
 pub struct SpeedGuard {
     opts: GuardOptions,
     mode: Mode,
+    /// The running mode is on trial: it stays after this window only if it beat the other.
+    trial: bool,
+    /// Tokens between trials, now.
+    retry_after: usize,
     /// Tokens and seconds of the current window so far.
     made: usize,
     seconds: f64,
@@ -73,6 +84,8 @@ impl SpeedGuard {
         SpeedGuard {
             opts,
             mode: Mode::Speculate,
+            trial: false,
+            retry_after: opts.retry_after,
             made: 0,
             seconds: 0.0,
             total: 0,
@@ -98,15 +111,26 @@ impl SpeedGuard {
         self.timing[self.mode.index()] = Some((current, self.total));
         (self.made, self.seconds) = (0, 0.0);
         let other = self.mode.other();
-        let switch = match self.timing[other.index()] {
-            None => true,
-            Some((_, at)) if self.total - at >= self.opts.retry_after => true,
-            Some((t, _)) => t < current * (1.0 - self.opts.margin),
+        let margin = 1.0 - self.opts.margin;
+        let (switch, trial) = match self.timing[other.index()] {
+            None => (true, true),
+            Some((t, _)) if std::mem::take(&mut self.trial) => {
+                let stays = current < t * margin;
+                if stays {
+                    self.retry_after = self.opts.retry_after;
+                } else {
+                    self.retry_after = (self.retry_after * 2).min(self.opts.retry_max);
+                }
+                (!stays, false)
+            }
+            Some((_, at)) if self.total - at >= self.retry_after => (true, true),
+            Some((t, _)) => (t < current * margin, false),
         };
         if !switch {
             return None;
         }
         self.mode = other;
+        self.trial = trial;
         Some(other)
     }
 
@@ -124,6 +148,7 @@ mod tests {
         SpeedGuard::new(GuardOptions {
             window,
             retry_after,
+            retry_max: 8 * retry_after,
             margin: 0.05,
         })
     }
@@ -163,35 +188,42 @@ mod tests {
     }
 
     #[test]
-    fn times_the_other_mode_again_once_its_figure_is_old() {
+    fn tries_the_other_mode_again_once_its_figure_is_old() {
         let mut g = guard(8, 64);
         // Plain steps twice as fast: one window of speculation, plain steps from 8 to 72
-        // tokens, then speculation is timed again.
+        // tokens, then speculation is tried again.
         assert_eq!(run(&mut g, [2.0, 1.0], 100), 2);
         assert_eq!(run(&mut g, [2.0, 1.0], 100), 16);
         assert_eq!((g.mode(), g.total), (Mode::Speculate, 72));
         // Now it is the faster (the text became predictable): it stays until plain's figure
-        // is 64 tokens old, plain gets one window, and speculation comes back.
+        // is 64 tokens old, plain is tried for a window and loses.
         assert_eq!(run(&mut g, [0.5, 1.0], 100), 16);
         assert_eq!((g.mode(), g.total), (Mode::Plain, 136));
         assert_eq!(run(&mut g, [0.5, 1.0], 100), 2);
         assert_eq!(g.mode(), Mode::Speculate);
         assert_eq!(g.seconds_per_token(Mode::Speculate), Some(0.5));
+        // A trial that changed nothing: the next comes after twice as long, 128 tokens, then
+        // 256, then the cap of 512.
+        for wait in [128, 256, 512, 512] {
+            assert_eq!(run(&mut g, [0.5, 1.0], 1000), wait / 4, "{wait}");
+            assert_eq!(run(&mut g, [0.5, 1.0], 1000), 2);
+        }
     }
 
     #[test]
     fn a_small_difference_does_not_switch() {
-        // Plain 3% faster, within the 5% margin: whichever runs stays.
+        // Plain 3% faster, within the 5% margin: it does not win its trial.
         let mut g = guard(4, 1000);
         assert_eq!(run(&mut g, [1.0, 0.97], 10), 1);
         assert_eq!(g.mode(), Mode::Plain);
-        assert_eq!(run(&mut g, [1.0, 0.97], 50), 50);
-        assert_eq!(g.mode(), Mode::Plain);
-        // 10% slower than speculation: plain's timing window switches back.
-        let mut g = guard(4, 1000);
-        run(&mut g, [1.0, 1.1], 10);
-        assert_eq!(run(&mut g, [1.0, 1.1], 10), 1);
+        assert_eq!(run(&mut g, [1.0, 0.97], 10), 1);
         assert_eq!(g.mode(), Mode::Speculate);
+        assert_eq!(run(&mut g, [1.0, 0.97], 200), 200);
+        // 10% faster: it stays.
+        let mut g = guard(4, 1000);
+        run(&mut g, [1.0, 0.9], 10);
+        assert_eq!(run(&mut g, [1.0, 0.9], 200), 200);
+        assert_eq!(g.mode(), Mode::Plain);
     }
 
     #[test]

@@ -81,6 +81,7 @@ fn alternating(window: usize) -> GuardOptions {
     GuardOptions {
         window,
         retry_after: 0,
+        retry_max: 0,
         margin: 0.0,
     }
 }
@@ -124,10 +125,7 @@ async fn identical_with(
             got.tokens.len() - 1,
             "{case}: every token after the first comes from a verification or a plain step"
         );
-        total.drafted += s.drafted;
-        total.accepted += s.accepted;
-        total.passes += s.passes;
-        total.plain += s.plain;
+        total.add(&s);
     }
     total
 }

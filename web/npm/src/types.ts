@@ -217,6 +217,8 @@ export interface BenchOptions {
   speculative?: "mtp" | "off";
   /** Most draft tokens a step (default 4; the length adapts to the acceptance). */
   draftMax?: number;
+  /** Speculate on every step, even where plain decode steps measure faster (default false: each prompt's decoding times both as it goes and keeps to the faster, as chat does). */
+  alwaysSpeculate?: boolean;
 }
 
 /** Median, min and max over the prompts, in tokens per second. */
@@ -258,5 +260,5 @@ export interface BenchResult {
   /** With `passTokens`: each pass's GPU time (median of 9), a one-token pass first; empty without timestamp queries. */
   passes: { bytes: number; microseconds: number; of_decode_pass: number; tokens: number }[];
   /** With speculation only: what the drafts did over all prompts. */
-  speculation?: { draft_tokens: number; accepted_tokens: number; acceptance_rate: number; tokens_per_pass: number };
+  speculation?: { draft_tokens: number; accepted_tokens: number; acceptance_rate: number; tokens_per_pass: number; plain_tokens: number };
 }
