@@ -3,8 +3,10 @@
 # (payload.sh), generates the synthetic models (tandem-gen), and runs compare.mjs on each, the
 # native arm, the browser-engine arm (wasm on Dawn) and the native arm with --portable,
 # interleaved A B C C B A. Writes the tables to stdout and cross-<shape>.{json,svg} to $OUT.
+# The shape `mtp-demo` is the trained MoE+MTP demo model (tests/fixtures) on its test's 20 text
+# prompts with --mtp-arms: each engine without MTP, with it on every step, and guarded.
 #
-#   bench/cross/device.sh PAYLOAD_DIR [SHAPE...]    (shapes: smollm2-135m qwen3-8b qwen3-30b-a3b)
+#   bench/cross/device.sh PAYLOAD_DIR [SHAPE...]    (shapes: smollm2-135m qwen3-8b qwen3-30b-a3b mtp-demo)
 #
 # Environment: OUT (default $WORK/out), WORK (unpacked tools and models, default
 # /tmp/tandem-cross; models already there are reused), PROMPTS (20), PROMPT_TOKENS (512),
@@ -38,7 +40,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 # The models, all at once (tandem-gen is CPU and disk work; nothing is measured meanwhile).
 for s in "${shapes[@]}"; do
   m="$WORK/models/$s.gguf"
-  if [ ! -s "$m" ]; then
+  if [ "$s" != mtp-demo ] && [ ! -s "$m" ]; then
     (timeout 400 tandem-gen --preset "$s" --out "$m.part" > "$WORK/gen-$s.log" 2>&1 && mv "$m.part" "$m") &
   fi
 done
@@ -47,6 +49,13 @@ say "models: $(cd "$WORK/models" && ls -la --block-size=M *.gguf 2>/dev/null | a
 
 status=0
 for s in "${shapes[@]}"; do
+  if [ "$s" = mtp-demo ]; then
+    say "$s: compare (--mtp-arms)"
+    node bench/cross/compare.mjs tests/fixtures/glm4moe-mtp-demo-q8_0.gguf --tandem "$WORK/bin/tandem" \
+      --prompt-file tests/data/mtp-prompts.txt -n "${GEN_TOKENS:-128}" --rounds "${ROUNDS:-2}" --mtp-arms \
+      --timeout "${ARM_TIMEOUT:-240}" --out "$OUT" --name "$s" || status=1
+    continue
+  fi
   m="$WORK/models/$s.gguf"
   if [ ! -s "$m" ]; then
     say "$s: no model ($(tail -3 "$WORK/gen-$s.log"))"

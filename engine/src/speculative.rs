@@ -196,12 +196,13 @@ pub async fn prefill(
 /// The speculative side of one generation: the draft length it carries from step to step, what
 /// the drafts did, and, with a [`SpeedGuard`], whether the next tokens come from a speculative
 /// step or from plain decode steps (and the drafter's catching up when speculation resumes).
-/// [`crate::generate::Generator`] and the benchmark decode through it.
+/// The guard lives on the target's session, so the next request goes on from what this one
+/// measured. [`crate::generate::Generator`] and the benchmark decode through it.
 pub struct SpecDecoder {
     len: DraftLen,
     /// What the drafts (and the plain steps) did so far.
     pub stats: SpecStats,
-    guard: Option<SpeedGuard>,
+    guard: Option<GuardOptions>,
     /// The drafter must catch up with plain steps before the next round ([`resume`]).
     resume: bool,
     /// When the last pass ended (the guard times from pass to pass, the host's work between
@@ -216,7 +217,7 @@ impl SpecDecoder {
         SpecDecoder {
             len,
             stats: SpecStats::default(),
-            guard: guard.map(SpeedGuard::new),
+            guard,
             resume: false,
             mark: crate::platform::now_seconds(),
         }
@@ -234,7 +235,42 @@ impl SpecDecoder {
         left: usize,
         sampler: &mut Sampler,
     ) -> Result<Vec<u32>> {
-        let plain = self.guard.as_ref().map(SpeedGuard::mode) == Some(Mode::Plain);
+        // The session's guard, unless it was made with other options (taken for the step, put
+        // back after it).
+        let mut guard = self.guard.map(|opts| match target.speed_guard.take() {
+            Some(g) if g.options() == opts => g,
+            _ => SpeedGuard::new(opts),
+        });
+        let run = self
+            .run(target, drafter, guard.as_ref(), last, left, sampler)
+            .await;
+        let now = crate::platform::now_seconds();
+        let seconds = now - std::mem::replace(&mut self.mark, now);
+        if let (Ok((new, true)), Some(g)) = (&run, &mut guard) {
+            match g.record(new.len(), seconds) {
+                Some(Mode::Plain) => target.set_next_token(new[new.len() - 1]),
+                Some(Mode::Speculate) => self.resume = true,
+                None => {}
+            }
+        }
+        if guard.is_some() {
+            target.speed_guard = guard;
+        }
+        run.map(|(new, _)| new)
+    }
+
+    /// [`SpecDecoder::next`]'s pass(es), in the mode `guard` says, and whether the guard times
+    /// them (not the drafter's catching up).
+    async fn run(
+        &mut self,
+        target: &mut Session,
+        drafter: &mut Drafter<'_>,
+        guard: Option<&SpeedGuard>,
+        last: u32,
+        left: usize,
+        sampler: &mut Sampler,
+    ) -> Result<(Vec<u32>, bool)> {
+        let plain = guard.map(SpeedGuard::mode) == Some(Mode::Plain);
         let new = if plain {
             self.stats.plain += 1;
             if left == 1 {
@@ -247,8 +283,7 @@ impl SpecDecoder {
                 if let Some(next) = resume(target, drafter, last, sampler).await? {
                     // A pass of its own, left out of the guard's timing.
                     self.stats.plain += 1;
-                    self.mark = crate::platform::now_seconds();
-                    return Ok(vec![next]);
+                    return Ok((vec![next], false));
                 }
             }
             let room = (target.opts.ctx - target.pos()).min(target.max_verify()) as usize;
@@ -261,18 +296,7 @@ impl SpecDecoder {
             }
             new
         };
-        let now = crate::platform::now_seconds();
-        let seconds = now - std::mem::replace(&mut self.mark, now);
-        match self
-            .guard
-            .as_mut()
-            .and_then(|g| g.record(new.len(), seconds))
-        {
-            Some(Mode::Plain) => target.set_next_token(new[new.len() - 1]),
-            Some(Mode::Speculate) => self.resume = true,
-            None => {}
-        }
-        Ok(new)
+        Ok((new, true))
     }
 }
 

@@ -40,6 +40,23 @@ fn run_json(model: &str, prompt: &str, n: &str, extra: &[&str]) -> serde_json::V
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `tandem bench -q -m FIXTURE --json ARGS`'s JSON (asserting success).
+fn bench_json(model: &str, args: &[&str]) -> serde_json::Value {
+    let model = fixture(model);
+    let args = [
+        &["bench", "-q", "-m", model.to_str().unwrap(), "--json"],
+        args,
+    ]
+    .concat();
+    let out = tandem(&args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn run_json_reports_tokens_and_speeds() {
     let v = run_json(
@@ -306,13 +323,7 @@ fn chat_keeps_the_conversation() {
 fn bench_json_keeps_its_keys() {
     // The object `tandem bench --json` prints and the npm package's `engine.bench` returns (one
     // implementation, engine/src/bench.rs); web/tests/node-api.mjs checks the same keys.
-    let model = fixture("tiny-llama.gguf");
-    let m = model.to_str().unwrap();
-    let out = tandem(&[
-        "bench",
-        "-q",
-        "-m",
-        m,
+    let args = [
         "--prompts",
         "2",
         "-p",
@@ -322,14 +333,8 @@ fn bench_json_keeps_its_keys() {
         "--profile",
         "--pass-tokens",
         "2,4",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    ];
+    let v = bench_json("tiny-llama.gguf", &args);
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
     assert_eq!(
         keys,
@@ -396,20 +401,7 @@ fn bench_json_keeps_its_keys() {
         );
     }
     // Without --profile: no ceiling, no kernels.
-    let out = tandem(&[
-        "bench",
-        "-q",
-        "-m",
-        m,
-        "--prompts",
-        "1",
-        "-p",
-        "4",
-        "-n",
-        "2",
-        "--json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = bench_json("tiny-llama.gguf", &["--prompts", "1", "-p", "4", "-n", "2"]);
     assert!(v["streaming_read_ceiling"].is_null());
     assert!(v["kernels"].as_object().unwrap().is_empty());
     assert!(v["passes"].as_array().unwrap().is_empty());
@@ -419,28 +411,9 @@ fn bench_json_keeps_its_keys() {
 /// `--speculative off` the key is absent, as on any model without a drafter.
 #[test]
 fn bench_reports_the_speculation() {
-    let model = fixture("tiny-glm4moe-mtp.gguf");
     let bench = |extra: &[&str]| {
-        let args = [
-            &[
-                "bench",
-                "-q",
-                "-m",
-                model.to_str().unwrap(),
-                "--prompts",
-                "2",
-            ],
-            &["-p", "6", "-n", "9", "--json"][..],
-            extra,
-        ]
-        .concat();
-        let out = tandem(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+        let args = [&["--prompts", "2", "-p", "6", "-n", "9"], extra].concat();
+        bench_json("tiny-glm4moe-mtp.gguf", &args)
     };
     let s = &bench(&[])["speculation"];
     let (drafted, accepted) = (
@@ -554,36 +527,15 @@ fn run_times_plain_steps_against_the_speculation() {
     assert_eq!(always["tokens"], plain["tokens"]);
     assert_eq!(always["plain_tokens"], 0);
     assert_eq!(always["acceptance_rate"].as_f64(), Some(1.0));
-    let model = fixture("tiny-llama.gguf");
     let bench = |extra: &[&str]| {
+        let draft = ["--draft", own.to_str().unwrap()];
         let args = [
-            &[
-                "bench",
-                "-q",
-                "-m",
-                model.to_str().unwrap(),
-                "--prompts",
-                "2",
-            ],
-            &[
-                "-p",
-                "6",
-                "-n",
-                "48",
-                "--json",
-                "--draft",
-                own.to_str().unwrap(),
-            ][..],
+            &["--prompts", "2", "-p", "6", "-n", "48"],
+            &draft[..],
             extra,
         ]
         .concat();
-        let out = tandem(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["speculation"].clone()
+        bench_json("tiny-llama.gguf", &args)["speculation"].clone()
     };
     let guarded = bench(&[]);
     assert!(guarded["plain_tokens"].as_u64().unwrap() >= 32, "{guarded}");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::kernels::{self, Dispatch, Seqs, StepInfo, StepUniform};
 use crate::sampling::Sampler;
+use crate::speculative::SpeedGuard;
 use crate::{Error, Result};
 
 use super::mtp::Mtp;
@@ -51,6 +52,10 @@ pub struct Session {
     /// SwiftShader): there a pass takes seconds, so the host's share that running ahead hides is
     /// noise, while the pass undone at the end of every reply costs a whole step.
     pub run_ahead: bool,
+    /// What the speed guard of this session's generations measured (speculative rounds against
+    /// plain steps on this GPU and model), kept from one request to the next so that a turn
+    /// does not time both again ([`crate::speculative::SpecDecoder`]).
+    pub(crate) speed_guard: Option<SpeedGuard>,
 }
 
 /// Where and when a sampling pass copies its id for the host.
@@ -131,6 +136,7 @@ impl Session {
             sampled: None,
             ahead: None,
             run_ahead: gpu.info.device_type != wgpu::DeviceType::Cpu,
+            speed_guard: None,
         })
     }
 

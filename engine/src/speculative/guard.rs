@@ -93,6 +93,11 @@ impl SpeedGuard {
         }
     }
 
+    /// What it was made with.
+    pub fn options(&self) -> GuardOptions {
+        self.opts
+    }
+
     /// The mode the next pass runs in.
     pub fn mode(&self) -> Mode {
         self.mode
@@ -132,6 +137,11 @@ impl SpeedGuard {
         self.mode = other;
         self.trial = trial;
         Some(other)
+    }
+
+    /// Tokens made in timed windows so far.
+    pub fn timed_tokens(&self) -> usize {
+        self.total
     }
 
     /// Seconds a token of `mode` in its last timed window.

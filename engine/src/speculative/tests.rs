@@ -44,13 +44,18 @@ async fn session(m: &Loaded) -> Session {
 }
 
 async fn session_of(m: &Loaded, ctx: u32) -> Session {
-    let opts = SessionOptions {
+    let opts = options(ctx, SessionOptions::default().kv);
+    Session::new(m.model.clone(), opts).await.unwrap()
+}
+
+/// The sessions' options: `ctx` positions, passes of at most 16 tokens, a `kv` cache.
+fn options(ctx: u32, kv: KvType) -> SessionOptions {
+    SessionOptions {
         ctx,
         ubatch: 16,
         outputs: 16,
-        ..Default::default()
-    };
-    Session::new(m.model.clone(), opts).await.unwrap()
+        kv,
+    }
 }
 
 /// 20 prompts: BOS (id 1 in the fixtures' tokenizer) and 0 to 19 seeded ids past the special
@@ -169,6 +174,32 @@ async fn plain_steps_between_rounds_change_nothing() {
     assert!(s.plain > 0 && s.passes > 0 && s.accepted > 0, "{s:?}");
 }
 
+/// The guard lives on the session: a request goes on from the last one's timings (a request
+/// without it leaves them be).
+async fn the_guard_goes_on_from_the_last_request() {
+    let target = load(GLM_MTP).await;
+    let mut s = session(&target).await;
+    let t = &target.tokenizer;
+    let guarded = GenerateOptions {
+        guard: Some(alternating(3)),
+        ..greedy(10, 3)
+    };
+    let unguarded = greedy(10, 3);
+    let prompt = [1u32, 40, 300];
+    let timed = |s: &Session| s.speed_guard.as_ref().map_or(0, |g| g.timed_tokens());
+    let mut seen = Vec::new();
+    for opts in [&guarded, &unguarded, &guarded] {
+        generate_with(&mut s, Some(&mut Drafter::Mtp), t, &prompt, opts, |_| true)
+            .await
+            .unwrap();
+        seen.push(timed(&s));
+    }
+    assert!(
+        seen[0] >= 6 && seen[1] == seen[0] && seen[2] >= seen[0] + 6,
+        "{seen:?}"
+    );
+}
+
 /// The adaptive draft length: longer while everything is accepted, shorter after a rejection,
 /// within 1..=draft_max; drafting for itself the target keeps the longest drafts, a drafter it
 /// rejects drafts one token at a time after the first misses.
@@ -237,6 +268,23 @@ async fn mtp_changes_nothing() {
     }
 }
 
+/// Feeds the fixture's prompts to `s` with greedy MTP rounds of 3 drafts until a round within 24
+/// positions has a draft accepted; returns the token that round ended with (not yet fed).
+async fn after_an_accepted_draft(m: &Loaded, s: &mut Session) -> u32 {
+    let mut greedy = Sampler::greedy();
+    for prompt in prompts(m.model.config.n_vocab) {
+        let (mut last, _) = s.mtp_prefill(&prompt, &mut greedy).await.unwrap();
+        while s.pos() + 4 <= 24 {
+            let (_, k, next) = s.mtp_round(last, 3, &mut greedy).await.unwrap();
+            last = next;
+            if k > 0 {
+                return last;
+            }
+        }
+    }
+    panic!("no draft accepted");
+}
+
 /// A conversation's next turn extends the last (its prompt, the tokens generated, more): the
 /// MTP session reuses its cached prefix, where the MTP layer's pairs stop short of the target's
 /// (those of the last round's verified tokens wait for the next round), and its first draft's
@@ -247,23 +295,7 @@ async fn mtp_reuses_a_conversations_prefix() {
     let m = load(GLM_MTP).await;
     let mut s = session_of(&m, 64).await;
     let mut greedy = Sampler::greedy();
-    // The first prompt with a round that has a draft accepted within 24 positions.
-    let mut found = None;
-    for prompt in prompts(m.model.config.n_vocab) {
-        let (mut last, _) = s.mtp_prefill(&prompt, &mut greedy).await.unwrap();
-        while s.pos() + 4 <= 24 {
-            let (_, k, next) = s.mtp_round(last, 3, &mut greedy).await.unwrap();
-            last = next;
-            if k > 0 {
-                found = Some(last);
-                break;
-            }
-        }
-        if found.is_some() {
-            break;
-        }
-    }
-    let last = found.expect("a draft accepted");
+    let last = after_an_accepted_draft(&m, &mut s).await;
     let prompt = [s.history(), &[last, 7, 8]].concat();
     let (first, fed) = s.mtp_prefill(&prompt, &mut greedy).await.unwrap();
     assert!(fed < prompt.len(), "the cached prefix is reused");
@@ -283,30 +315,10 @@ async fn mtp_catches_up_after_plain_steps() {
     let m = load(GLM_MTP).await;
     // An f32 KV cache, so that what differs is only the kernels' arithmetic (the catch-up
     // pass reads the prefix the rounds left, the fresh session makes it in a prompt pass).
-    let opts = SessionOptions {
-        ctx: 64,
-        ubatch: 16,
-        outputs: 16,
-        kv: KvType::F32,
-    };
+    let opts = options(64, KvType::F32);
     let mut s = Session::new(m.model.clone(), opts).await.unwrap();
     let mut greedy = Sampler::greedy();
-    let mut found = None;
-    for prompt in prompts(m.model.config.n_vocab) {
-        let (mut last, _) = s.mtp_prefill(&prompt, &mut greedy).await.unwrap();
-        while s.pos() + 4 <= 24 {
-            let (_, k, next) = s.mtp_round(last, 3, &mut greedy).await.unwrap();
-            last = next;
-            if k > 0 {
-                found = Some(last);
-                break;
-            }
-        }
-        if found.is_some() {
-            break;
-        }
-    }
-    let mut last = found.expect("a draft accepted");
+    let mut last = after_an_accepted_draft(&m, &mut s).await;
     s.set_next_token(last);
     for _ in 0..5 {
         last = s.decode(&mut greedy).await.unwrap();
@@ -343,12 +355,7 @@ async fn mtp_matches_torch() {
     let m = load(GLM_MTP).await;
     // The longest prompt (31) and its rounds (3 tokens each).
     // torch's goldens are f32 throughout: an f32 KV cache.
-    let opts = SessionOptions {
-        ctx: 80,
-        ubatch: 16,
-        outputs: 16,
-        kv: KvType::F32,
-    };
+    let opts = options(80, KvType::F32);
     let mut s = Session::new(m.model.clone(), opts).await.unwrap();
     let ids = |v: &serde_json::Value| -> Vec<u32> {
         v.as_array()
@@ -659,6 +666,7 @@ gpu_tests!(
     the_draft_length_adapts_to_the_acceptance,
     mtp_changes_nothing,
     plain_steps_between_rounds_change_nothing,
+    the_guard_goes_on_from_the_last_request,
     mtp_reuses_a_conversations_prefix,
     mtp_catches_up_after_plain_steps,
     mtp_matches_torch,
