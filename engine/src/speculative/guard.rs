@@ -59,8 +59,9 @@ impl Default for GuardOptions {
     }
 }
 
-/// The guard's state over one generation: the mode running (and whether on trial), the current
-/// window's count, each mode's last timing and the wait before the next trial.
+/// The guard's state over a session's generations (kept on the session, one request going on
+/// from the last): the mode running (and whether on trial), the current window's count, each
+/// mode's last timing and the wait before the next trial.
 #[derive(Clone, Debug)]
 pub struct SpeedGuard {
     opts: GuardOptions,
