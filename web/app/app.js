@@ -150,7 +150,9 @@ async function send() {
       if (chunk.usage) {
         const x = chunk.usage.extra;
         const plain = x.plain_tokens ? `, ${x.plain_tokens} tokens by plain steps (faster here)` : "";
-        const mtp = x.draft_tokens ? `; MTP: ${(100 * x.acceptance_rate).toFixed(0)}% of ${x.draft_tokens} drafts accepted, ${x.tokens_per_pass.toFixed(2)} tokens a pass${plain}` : "";
+        const mtp = x.draft_tokens
+          ? `; MTP: ${(100 * x.acceptance_rate).toFixed(0)}% of ${x.draft_tokens} drafts accepted, ${x.tokens_per_pass.toFixed(2)} tokens a pass${plain}`
+          : x.plain_tokens ? "; MTP paused: plain steps measured faster here" : "";
         ui.stats.textContent = `prefill ${x.prefill_tokens_per_second.toPrecision(3)} tok/s (${x.prefilled_tokens} tokens), decode ${x.decode_tokens_per_second.toPrecision(3)} tok/s (${chunk.usage.completion_tokens} tokens)${mtp}`;
       }
     }
