@@ -28,7 +28,8 @@ deadline = time.time() + 30
 while True:
     try:
         socket.create_connection((url.hostname, url.port), timeout=5).close()
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):
+        # Refused, or reset where a connection queued as the listener closed: not accepting.
         break
     assert time.time() < deadline, "still accepting connections 30 s after SIGTERM"
     time.sleep(0.05)
