@@ -271,8 +271,12 @@ impl SpecDecoder {
         sampler: &mut Sampler,
     ) -> Result<(Vec<u32>, bool)> {
         let plain = guard.map(SpeedGuard::mode) == Some(Mode::Plain);
+        let mut timed = true;
         let new = if plain {
             self.stats.plain += 1;
+            if let Drafter::Mtp = drafter {
+                target.keep_mtp_pairs();
+            }
             if left == 1 {
                 vec![target.decode_last(sampler).await?]
             } else {
@@ -280,10 +284,14 @@ impl SpecDecoder {
             }
         } else {
             if std::mem::take(&mut self.resume) {
-                if let Some(next) = resume(target, drafter, last, sampler).await? {
-                    // A pass of its own, left out of the guard's timing.
-                    self.stats.plain += 1;
-                    return Ok((vec![next], false));
+                match resume(target, drafter, last, sampler).await? {
+                    Some(next) => {
+                        // A pass of its own, left out of the guard's timing.
+                        self.stats.plain += 1;
+                        return Ok((vec![next], false));
+                    }
+                    // The drafter catches up within this step: left out too.
+                    None => timed = false,
                 }
             }
             let room = (target.opts.ctx - target.pos()).min(target.max_verify()) as usize;
@@ -296,7 +304,7 @@ impl SpecDecoder {
             }
             new
         };
-        Ok((new, true))
+        Ok((new, timed))
     }
 }
 
@@ -345,9 +353,10 @@ pub async fn step(
 
 /// After plain decode steps of a guarded generation, brings the drafter back in step with the
 /// target before the next speculative round, after `last` (the target's latest token, not yet
-/// fed): the MTP layer's pairs of the plainly decoded positions are made by feeding them to
-/// the target again in one pass (which also samples the token after `last`, returned); a draft
-/// model catches up in its next step by itself (`None`).
+/// fed). Where the plain steps kept their hidden states ([`Session::keep_mtp_pairs`]) the next
+/// round's first draft step makes their MTP pairs, as a draft model catches up in its next step
+/// by itself (`None`); else the MTP layer's pairs are made by feeding those positions to the
+/// target again in one pass, which also samples the token after `last` (returned).
 pub(crate) async fn resume(
     target: &mut Session,
     drafter: &Drafter<'_>,
@@ -355,6 +364,7 @@ pub(crate) async fn resume(
     sampler: &mut Sampler,
 ) -> Result<Option<u32>> {
     match drafter {
+        Drafter::Mtp if target.mtp_pairs_pending() => Ok(None),
         Drafter::Mtp => {
             let seq = [target.history(), &[last]].concat();
             Ok(Some(target.mtp_prefill(&seq, sampler).await?.0))

@@ -22,7 +22,7 @@ use super::{Model, Session};
 
 /// A session's MTP layer: its buffers, its pass recorded once, and where its cache stands.
 pub(super) struct Mtp {
-    bufs: MtpBuffers,
+    pub(super) bufs: MtpBuffers,
     /// The MTP pass over `bufs.tokens` and `bufs.h` ([`record_mtp`]).
     forward: Vec<Dispatch>,
     /// Greedy draft: the argmax of the MTP pass's logits row into `bufs.tokens[0]`, the next
@@ -47,6 +47,9 @@ pub(super) struct Mtp {
     /// [`Session::mtp_prefill`] and [`Session::mtp_round`], cleared by any other pass and by a
     /// roll-back.
     pub(super) pending: bool,
+    /// Plain decode steps keep their hidden states as pending pairs ([`Session::keep_mtp_pairs`]),
+    /// so that speculation resumes without feeding those positions to the target again.
+    pub(super) keep: bool,
 }
 
 impl Mtp {
@@ -108,6 +111,7 @@ impl Mtp {
             bufs,
             valid: 0,
             pending: false,
+            keep: false,
         })
     }
 
@@ -202,23 +206,70 @@ impl Session {
         let gpu = self.model.gpu.clone();
         let m = self.mtp.as_ref().expect("an MTP layer");
         let main = StepInfo::new(self.pos - pos0, pos0, 0);
-        let s = StepInfo::new(next.len() as u32, pos0, 0);
-        gpu.queue
-            .write_buffer(&m.bufs.tokens, 0, bytemuck::cast_slice(next));
-        gpu.queue.write_buffer(
-            &m.bufs.step,
-            0,
-            bytemuck::bytes_of(&StepUniform::new(s, self.model.config.n_head)),
-        );
         let mut encoder = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             m.fill.record(&mut pass, &main);
         }
-        if !next.is_empty() {
-            m.record(&mut encoder, &s, false);
-        }
+        self.record_pairs(&mut encoder, next, pos0);
         gpu.submit(encoder.finish());
+    }
+
+    /// Records the MTP pass over the pairs (`h` row j, `next[j]`) at MTP positions `pos0..`
+    /// (nothing without pairs); writes its token ids and step uniform.
+    fn record_pairs(&self, encoder: &mut wgpu::CommandEncoder, next: &[u32], pos0: u32) {
+        if next.is_empty() {
+            return;
+        }
+        let m = self.mtp.as_ref().expect("an MTP layer");
+        let queue = &self.model.gpu.queue;
+        let s = StepInfo::new(next.len() as u32, pos0, 0);
+        queue.write_buffer(&m.bufs.tokens, 0, bytemuck::cast_slice(next));
+        let step = StepUniform::new(s, self.model.config.n_head);
+        queue.write_buffer(&m.bufs.step, 0, bytemuck::bytes_of(&step));
+        m.record(encoder, &s, false);
+    }
+
+    /// Plain decode steps from now on keep their hidden states as the MTP layer's pending pairs
+    /// (where they follow an MTP prefill or round): a speculative round after them makes their
+    /// pairs in its first draft step, with no target pass over them again ([`resume`]). The
+    /// speed guard's plain steps ask for it.
+    ///
+    /// [`resume`]: crate::speculative::resume
+    pub fn keep_mtp_pairs(&mut self) {
+        let room = self.opts.ubatch >= 2;
+        if let Some(m) = &mut self.mtp {
+            m.keep = m.pending && room;
+        }
+    }
+
+    /// Whether the MTP layer can draft after the session's positions without a target pass:
+    /// every position since its last pair is pending ([`Session::keep_mtp_pairs`]).
+    pub fn mtp_pairs_pending(&self) -> bool {
+        self.mtp.as_ref().is_some_and(|m| m.pending)
+    }
+
+    /// For a plain decode step about to be recorded at `self.pos` whose hidden state joins the
+    /// pending pairs ([`Mtp::keep`]): its row of `bufs.h`. Where the rows are full (a pass's
+    /// `ubatch`), first makes the pairs of all but the last (whose next token the host may not
+    /// know yet: the step that feeds it runs ahead) and moves that one to row 0.
+    pub(super) fn kept_row(&mut self, encoder: &mut wgpu::CommandEncoder) -> Option<u32> {
+        let m = self.mtp.as_ref().filter(|m| m.keep && m.pending)?;
+        let (valid, pos) = (m.valid, self.pos);
+        let row = pos - valid;
+        if row < self.opts.ubatch {
+            return Some(row);
+        }
+        let next = self.history[valid as usize + 1..pos as usize].to_vec();
+        self.record_pairs(encoder, &next, valid);
+        let m = self.mtp.as_ref().expect("an MTP layer");
+        // The last row to row 0 through the pairs' scratch (a copy within one buffer is not
+        // allowed), after the MTP pass has read it.
+        let bytes = self.model.config.n_embd as u64 * 4;
+        encoder.copy_buffer_to_buffer(&m.bufs.h, (row - 1) as u64 * bytes, &m.bufs.eh, 0, bytes);
+        encoder.copy_buffer_to_buffer(&m.bufs.eh, 0, &m.bufs.h, 0, bytes);
+        self.mtp.as_mut().expect("an MTP layer").valid = pos - 1;
+        Some(1)
     }
 
     /// Checks that an MTP round can follow ([`Mtp::pending`]) and writes its draft steps'
@@ -277,6 +328,7 @@ impl Session {
     /// draft), for the golden test.
     #[cfg(test)]
     pub(crate) async fn mtp_draft_logits(&mut self, last: u32) -> Result<Vec<f32>> {
+        self.discard_ahead();
         let first = self.mtp_inputs(last, 1)?;
         self.submit_drafts(first, 1, 0);
         let gpu = self.model.gpu.clone();
@@ -309,6 +361,7 @@ impl Session {
         // One draft step runs even without drafts: it makes the pending pairs.
         let draft_steps = n.max(1) as u32;
         let first = self.mtp_inputs(last, draft_steps)?;
+        self.mtp.as_mut().expect("checked in mtp_inputs").keep = false;
         let pos0 = self.pos;
         let history = [self.history(), &[last]].concat();
         let gpu = self.model.gpu.clone();

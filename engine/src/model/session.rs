@@ -251,15 +251,19 @@ impl Session {
         n_out: u32,
         mut sampler: Option<&mut Sampler>,
     ) -> Option<Readback> {
+        let gpu = self.model.gpu.clone();
+        let mut encoder = gpu.device.create_command_encoder(&Default::default());
+        let kept = match tokens {
+            None if n_tokens == 1 => self.kept_row(&mut encoder),
+            _ => None,
+        };
         let s = self.feed(tokens, n_tokens, n_out);
-        let gpu = &self.model.gpu;
         if let Some(sm) = sampler.as_deref_mut() {
             if !sm.params.is_greedy() {
                 let u = sm.next_uniform();
-                self.sample.prepare(gpu, &sm.params, &self.history, u);
+                self.sample.prepare(&gpu, &sm.params, &self.history, u);
             }
         }
-        let mut encoder = gpu.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             for d in &self.forward {
@@ -278,6 +282,18 @@ impl Session {
                 }
                 None => {}
             }
+        }
+        if let (Some(row), Some(m)) = (kept, &mut self.mtp) {
+            // This step's hidden state (its head's norm) joins the MTP layer's pending pairs.
+            let bytes = self.model.config.n_embd as u64 * 4;
+            encoder.copy_buffer_to_buffer(
+                &self.act.out_norm,
+                0,
+                &m.bufs.h,
+                row as u64 * bytes,
+                bytes,
+            );
+            m.pending = true;
         }
         let staging = self.next_staging;
         if sampler.is_some() {

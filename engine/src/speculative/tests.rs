@@ -310,7 +310,8 @@ async fn mtp_reuses_a_conversations_prefix() {
 
 /// After a round with a draft accepted, plain decode steps (the speed guard's), then
 /// [`super::resume`]: the MTP layer's cache holds the pairs of the plainly decoded positions, its
-/// first draft's logits those of a fresh session fed the same tokens.
+/// first draft's logits those of a fresh session fed the same tokens. Steps that did not keep
+/// their hidden states are fed to the target again.
 async fn mtp_catches_up_after_plain_steps() {
     let m = load(GLM_MTP).await;
     // An f32 KV cache, so that what differs is only the kernels' arithmetic (the catch-up
@@ -342,6 +343,43 @@ async fn mtp_catches_up_after_plain_steps() {
         1e-6,
         1e-2,
     );
+}
+
+/// As [`mtp_catches_up_after_plain_steps`], with the plain steps keeping their hidden states
+/// ([`Session::keep_mtp_pairs`]): no target pass at the resumption, the first draft step makes
+/// the pairs. More steps than a pass's rows hold: the pairs of the first ones are made on the
+/// way, the last step's row moved to the front (passes of 4 rows: every 3 steps).
+async fn mtp_keeps_the_pairs_of_plain_steps() {
+    let m = load(GLM_MTP).await;
+    for (ubatch, steps) in [(16, 40), (4, 10), (4, 11), (4, 12)] {
+        let opts = SessionOptions {
+            ubatch,
+            outputs: ubatch,
+            ..options(72, KvType::F32)
+        };
+        let mut s = Session::new(m.model.clone(), opts).await.unwrap();
+        // As on a GPU: each step's pass is recorded before the host knows the token it feeds.
+        s.run_ahead = true;
+        let mut greedy = Sampler::greedy();
+        let mut last = after_an_accepted_draft(&m, &mut s).await;
+        s.set_next_token(last);
+        for _ in 0..steps {
+            s.keep_mtp_pairs();
+            last = s.decode(&mut greedy).await.unwrap();
+        }
+        let kept = super::resume(&mut s, &Drafter::Mtp, last, &mut greedy)
+            .await
+            .unwrap();
+        assert_eq!(kept, None, "no target pass: the pairs were kept");
+        let history = s.history().to_vec();
+        let resumed = s.mtp_draft_logits(last).await.unwrap();
+        let mut fresh = Session::new(m.model.clone(), opts).await.unwrap();
+        let (want_last, _) = fresh.mtp_prefill(&history, &mut greedy).await.unwrap();
+        assert_eq!(last, want_last);
+        let want = fresh.mtp_draft_logits(last).await.unwrap();
+        let case = format!("{steps} steps kept in passes of {ubatch}");
+        assert_close("mtp logits", &case, &resumed, &want, 1e-6, 1e-2);
+    }
 }
 
 /// Drafts closer than this to their runner-up (in torch's logits) may go either way.
@@ -669,6 +707,7 @@ gpu_tests!(
     the_guard_goes_on_from_the_last_request,
     mtp_reuses_a_conversations_prefix,
     mtp_catches_up_after_plain_steps,
+    mtp_keeps_the_pairs_of_plain_steps,
     mtp_matches_torch,
     verify_gives_the_greedy_token_after_each_row,
     a_verification_deep_in_the_context_is_decode_steps,
