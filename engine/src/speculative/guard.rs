@@ -5,8 +5,9 @@
 //! model and the text, so the guard measures it: a generation runs in windows of a few tokens,
 //! each either speculative or plain, timed by the wall clock (what the user waits for), and
 //! keeps to the faster mode, trying the other again once its figure is old. A trial costs (a
-//! window of the slower mode, and the MTP layer's catching up when speculation resumes), so a
-//! trial that changes nothing doubles the wait before the next. The tokens are the same either
+//! window of the slower mode, and the drafter's catching up when speculation resumes: the MTP
+//! layer's pass over the pairs the plain steps kept, `Session::keep_mtp_pairs`), so a trial that
+//! changes nothing doubles the wait before the next. The tokens are the same either
 //! way (greedy) or have the same distribution (sampled).
 
 /// How a generation makes its next tokens.
