@@ -4,13 +4,11 @@
 // tandem:include common/act.wgsl
 // tandem:subgroups
 //
-// x' = x, RMSNorm(x) * w (flags bit 0, w in aux), act(gate) * up of a gated FFN's rows [gate | up]
+// x' = x, RMSNorm(x) * norm_w (flags bit 0), act(gate) * up of a gated FFN's rows [gate | up]
 // (flags bit 1, x 2 n_cols wide; act GELU-tanh with bit 2, else SiLU: the glu dispatch folded in
-// before the FFN's down product), or attention's output combined from its split parts (flags bit
-// 3, the parts in binding 1 where the pass splits, else x: attention_combine.wgsl folded in
-// before the output projection), of each row of the pass quantized to int8 blocks
+// before the FFN's down product), of each row of the pass quantized to int8 blocks
 // (common/q8_dot.wgsl) in common/q8_global.wgsl's layout, once for every small-batch matrix
-// product that reads it (matvec_batch_q8.wgsl). With the norm it quantizes x * w and keeps
+// product that reads it (matvec_batch_q8.wgsl). With the norm it quantizes x * norm_w and keeps
 // the row's scale s = 1 / sqrt(mean(x^2) + eps) beside it, which the products apply after their
 // sums, as the decode kernels' norm prologue does (common/rms_fold.wgsl): a verification computes
 // each token's products the way a decode step does. Workgroup (i, r) takes blocks 64 i .. + 64
@@ -23,18 +21,12 @@ const WG: u32 = 64u;
 struct Params {
     n_cols: u32,    // a multiple of 32
     eps: f32,
-    flags: u32,     // bit 0: RMSNorm with aux; bit 1: GLU (bit 2: GELU-tanh); bit 3: combine
+    flags: u32,     // bit 0: RMSNorm with norm_w; bit 1: GLU (bit 2: GELU-tanh)
     rows_mode: u32, // 0: all tokens, 1: the output rows
-    n_head: u32,    // with combine: attention's heads,
-    head_dim: u32,  // of a multiple of 32 values each
-    _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;         // [rows, n_cols or 2 n_cols]
-// The norm's weights [n_cols], or attention's parts [rows, n_head, splits, 1 + head_dim / 4]
-// (attention.wgsl: each part's running max and sum, then its unnormalised output), or unused.
-@group(0) @binding(1) var<storage, read> aux: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> norm_w: array<vec4<f32>>;    // [n_cols] or unused
 @group(0) @binding(2) var<storage, read_write> xq: array<vec4<u32>>;  // [rows, q8_row_len]
 @group(0) @binding(3) var<uniform> p: Params;
 @group(0) @binding(4) var<uniform> step: Step;
@@ -70,18 +62,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let b = wg.x * WG + inv.lid;
     if (b < n_blocks) {
         var v: array<vec4<f32>, 8>;
-        let combine = (p.flags & 8u) != 0u && step.attn_splits > 1u;
-        if (combine) {
-            v = combined_block(r, b, step.attn_splits);
-        }
         var amax = vec4<f32>(0.0);
         for (var k = 0u; k < 8u; k++) {
             let i = 8u * b + k;
-            if (!combine) {
-                v[k] = input4(r, i, cols4);
-            }
+            v[k] = input4(r, i, cols4);
             if (norm) {
-                v[k] = v[k] * aux[i];
+                v[k] = v[k] * norm_w[i];
             }
             amax = max(amax, abs(v[k]));
         }
@@ -117,36 +103,4 @@ fn input4(r: u32, i: u32, cols4: u32) -> vec4<f32> {
     let act = (p.flags >> 2u) & 1u;
     let a = vec4<f32>(glu_act(g.x, act), glu_act(g.y, act), glu_act(g.z, act), glu_act(g.w, act));
     return a * x[(2u * r + 1u) * cols4 + i];
-}
-
-// Block b (32 values, within one head) of row r's attention output from the pass's n_split
-// parts, as attention_combine.wgsl merges them: out = sum_i w_i o_i / sum_i w_i l_i with
-// w_i = e^(m_i - M), M the largest m_i of the non-empty parts (l_i > 0).
-fn combined_block(r: u32, b: u32, n_split: u32) -> array<vec4<f32>, 8> {
-    let hd4 = p.head_dim / 4u;
-    let h = 8u * b / hd4;
-    let c4 = 8u * b % hd4;
-    let base = (r * p.n_head + h) * n_split * (hd4 + 1u);
-    var mx = -3.0e38;
-    for (var i = 0u; i < n_split; i++) {
-        let e = aux[base + i * (hd4 + 1u)].xy;
-        if (e.y > 0.0) {
-            mx = max(mx, e.x);
-        }
-    }
-    var v: array<vec4<f32>, 8>;
-    var total = 0.0;
-    for (var i = 0u; i < n_split; i++) {
-        let at = base + i * (hd4 + 1u);
-        let e = aux[at].xy;
-        let w = select(0.0, exp(e.x - mx), e.y > 0.0);
-        total += w * e.y;
-        for (var k = 0u; k < 8u; k++) {
-            v[k] += w * aux[at + 1u + c4 + k];
-        }
-    }
-    for (var k = 0u; k < 8u; k++) {
-        v[k] = v[k] / total;
-    }
-    return v;
 }

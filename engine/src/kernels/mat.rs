@@ -5,7 +5,6 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::attention::attention_splits;
 use super::dispatch::{
     f32s, grid_2d, key, qtype_suffix, Cost, CostRule, Dispatch, Rows, When, IN2_OUT_LAYOUT,
     IN_OUT_LAYOUT,
@@ -13,7 +12,6 @@ use super::dispatch::{
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::glu::Activation;
-use super::rope::Heads;
 use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
@@ -419,9 +417,6 @@ struct QuantizeParams {
     eps: f32,
     flags: u32,
     rows_mode: u32,
-    n_head: u32,
-    head_dim: u32,
-    _pad: [u32; 2],
 }
 
 /// Bytes of `n_rows` rows of `n_cols` values quantized by [`quantize_q8`]
@@ -441,20 +436,6 @@ pub enum Q8Input<'a> {
     /// `act(gate) * up` of a gated FFN's row `[gate | up]` (2 `n_cols` wide): the glu dispatch
     /// folded into the quantization of the down product's input.
     Glu(Activation),
-    /// Attention's output row, combined from its parts ([`attention`](super::attention)'s
-    /// `partial`) where the pass splits (else the row as it is): the attention_combine dispatch
-    /// folded into the quantization of the output projection's input. The heads' size must be a
-    /// multiple of 32 ([`combines_into_q8`]).
-    Combine {
-        parts: &'a wgpu::Buffer,
-        heads: Heads,
-    },
-}
-
-/// Whether attention over `heads` can leave the small passes' combine to [`quantize_q8`]
-/// ([`Q8Input::Combine`]): a quantized block of 32 values lies within one head.
-pub fn combines_into_q8(heads: &Heads) -> bool {
-    heads.head_dim.is_multiple_of(32)
 }
 
 /// `xq` = the rows `rows` of `x` (`[rows, n_cols]`, f32; `[rows, 2 n_cols]` with
@@ -475,22 +456,13 @@ pub fn quantize_q8(
             "quantize_q8: row length {n_cols} is not a multiple of 32"
         )));
     }
-    // The second binding, epsilon, flags (quantize_q8.wgsl), floats read a row, and the heads.
-    let (aux, eps, flags, per_row, heads) = match input {
-        Q8Input::Plain => (x, 0.0, 0, n_cols, None),
-        Q8Input::Norm(w, eps) => (w, eps, 1, n_cols, None),
+    // The norm's weights, epsilon, flags (quantize_q8.wgsl) and floats read a row.
+    let (norm_w, eps, flags, per_row) = match input {
+        Q8Input::Plain => (x, 0.0, 0, n_cols),
+        Q8Input::Norm(w, eps) => (w, eps, 1, n_cols),
         Q8Input::Glu(act) => {
             let gelu = (act == Activation::GeluTanh) as u32;
-            (x, 0.0, 2 | gelu << 2, 2 * n_cols, None)
-        }
-        Q8Input::Combine { parts, heads } => {
-            if !combines_into_q8(&heads) || heads.n_head * heads.head_dim != n_cols {
-                return Err(crate::Error::InvalidArgument(format!(
-                    "quantize_q8: cannot combine {} heads of {} into rows of {n_cols}",
-                    heads.n_head, heads.head_dim
-                )));
-            }
-            (parts, 0.0, 8, n_cols, Some(heads))
+            (x, 0.0, 2 | gelu << 2, 2 * n_cols)
         }
     };
     let params = QuantizeParams {
@@ -498,9 +470,6 @@ pub fn quantize_q8(
         eps,
         flags,
         rows_mode: rows.mode(),
-        n_head: heads.map_or(0, |h| h.n_head),
-        head_dim: heads.map_or(0, |h| h.head_dim),
-        _pad: [0; 2],
     };
     let pbuf = gpu.uniform("quantize_q8", &params);
     let shader = super::shape::reduce_variant(gpu, "quantize_q8".into(), QUANTIZE_WG, true);
@@ -509,7 +478,7 @@ pub fn quantize_q8(
     Ok(Dispatch {
         label: "quantize_q8".into(),
         pipelines: vec![gpu.pipeline(&key(shader, IN2_OUT_LAYOUT))?],
-        bind_group: gpu.bind_group(IN2_OUT_LAYOUT, &[x, aux, xq, &pbuf, step]),
+        bind_group: gpu.bind_group(IN2_OUT_LAYOUT, &[x, norm_w, xq, &pbuf, step]),
         // The passes whose rows take the small-batch kernel (`mat`'s grid).
         grid: Box::new(move |s| {
             let n = rows.count(s);
@@ -517,16 +486,7 @@ pub fn quantize_q8(
                 .contains(&n)
                 .then_some((0, [groups, n, 1]))
         }),
-        cost: Box::new(move |s| {
-            // Combining reads each row's parts: a running max and sum and a head's output each.
-            let row = match heads {
-                Some(h) if attention_splits(s, h.n_head) > 1 => {
-                    (attention_splits(s, h.n_head) * h.n_head * (h.head_dim + 4)) as u64
-                }
-                _ => per_row as u64,
-            };
-            Cost::reads(f32s(rows.count(s) as u64 * row + fixed))
-        }),
+        cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * per_row as u64 + fixed))),
     })
 }
 

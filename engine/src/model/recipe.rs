@@ -173,24 +173,8 @@ impl<'a> Recorder<'a> {
                 min_grouped_workgroups: kernels::ATTN_MIN_WORKGROUPS,
             },
         )?;
-        let [attention, combine] = attention;
-        self.d.push(attention);
-        // Where the small passes take the output projection on int8 x', the quantization of its
-        // input combines the attention's parts itself, in place of the combine dispatch.
-        let fold = self.small_q8(&l.wo).1 && kernels::combines_into_q8(&heads);
-        self.d.push(if fold {
-            combine.only(When::NotSmall)
-        } else {
-            combine
-        });
-        let parts = &a.attn_partial;
-        let attn_q8 = fold
-            .then(|| {
-                let input = Q8Input::Combine { parts, heads };
-                self.quantize(&a.attn, l.wo.n_cols, Rows::Tokens, input)
-            })
-            .transpose()?;
-        self.residual(&l.wo, &l.post_attn_norm, &a.attn, attn_q8)
+        self.d.extend(attention);
+        self.residual(&l.wo, &l.post_attn_norm, &a.attn, None)
     }
 
     /// Dense FFN: `hidden = act(G x') * (U x')` with `x' = RMSNorm(x)`, then `x += D hidden`.

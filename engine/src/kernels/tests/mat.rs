@@ -15,13 +15,12 @@
 //! lavapipe), 64 (8), 8 (1) and fewer threads than a subgroup (portable only); see `mat_shapes`.
 
 use super::{
-    assert_close, gpu, matvec_shapes, random_f32, read, run_attention_dispatches, run_dispatches,
-    step_buffer, upload,
+    assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer, upload,
 };
 use crate::gpu::Gpu;
 use crate::kernels::{
-    self, attention_splits, reference, Activation, GpuWeight, Heads, MatOpts, MatvecShape, Q8Input,
-    Rows, StepInfo, WeightChunk, When,
+    self, reference, Activation, GpuWeight, MatOpts, MatvecShape, Q8Input, Rows, StepInfo,
+    WeightChunk, When,
 };
 use crate::quant::tests::{fixture, random_blocks, FixtureTensor};
 use crate::quant::{dequantize, gpu_types, repack_for_gpu, GgmlType};
@@ -732,7 +731,7 @@ async fn small_batch_q8_every_type() {
                             eps,
                         ),
                         Q8Input::Glu(act) => q8_round(&reference::glu(xt, cols, 1, act)),
-                        _ => q8_round(xt),
+                        Q8Input::Plain => q8_round(xt),
                     })
                     .collect();
                 let bias = with_bias.then_some(&bias[..]);
@@ -753,105 +752,6 @@ async fn small_batch_q8_every_type() {
                 );
             }
         }
-    }
-}
-
-/// `Q8Input::Combine`: attention's split parts (random running maxima, sums and outputs, one
-/// part of each head empty, with a maximum that must not count) combined and quantized for the
-/// small-batch product of the output projection, against the parts combined on the CPU; and a
-/// pass that does not split, whose rows are read as they are.
-async fn small_batch_q8_combines_attention_parts() {
-    let gpu = gpu().await;
-    if !kernels::takes_small_q8(&gpu, GgmlType::Q8_0) {
-        return;
-    }
-    let step = step_buffer(&gpu);
-    let dummy = gpu.storage("dummy", 4).unwrap();
-    for (ci, &(n_head, head_dim, n, pos)) in [
-        (4u32, 64u32, 2usize, 300u32),
-        (2, 128, 5, 700),
-        (3, 32, 8, 1000),
-        (4, 64, 3, 0),
-    ]
-    .iter()
-    .enumerate()
-    {
-        let heads = Heads {
-            n_head,
-            n_kv_head: 1,
-            head_dim,
-            ctx: 2048,
-        };
-        let s = StepInfo::new(n as u32, pos, n as u32);
-        let splits = attention_splits(&s, n_head) as usize;
-        assert_eq!(splits > 1, pos > 0, "case {ci}: {splits} parts");
-        let (cols, hd4) = ((n_head * head_dim) as usize, head_dim as usize / 4);
-        let seed = 9000 + ci as u64;
-        let mut parts = random_f32(seed, n * n_head as usize * splits * (hd4 + 1) * 4, 1.0);
-        let x = random_f32(seed + 1, n * cols, 1.0);
-        // Each part's header: (m, l, unused, unused), the last part of each head empty.
-        let mut combined = vec![0f32; n * cols];
-        for (th, head) in parts.chunks_mut(splits * (hd4 + 1) * 4).enumerate() {
-            for (i, part) in head.chunks_mut((hd4 + 1) * 4).enumerate() {
-                let empty = i == splits - 1;
-                part[0] = if empty { 100.0 } else { 3.0 * part[0] };
-                part[1] = if empty { 0.0 } else { 1.5 + part[1] };
-            }
-            let m = head
-                .chunks((hd4 + 1) * 4)
-                .filter(|p| p[1] > 0.0)
-                .fold(f32::MIN, |m, p| m.max(p[0]));
-            let (mut acc, mut total) = (vec![0f64; head_dim as usize], 0f64);
-            for p in head.chunks((hd4 + 1) * 4).filter(|p| p[1] > 0.0) {
-                let w = ((p[0] - m) as f64).exp();
-                total += w * p[1] as f64;
-                for (a, o) in acc.iter_mut().zip(&p[4..]) {
-                    *a += w * *o as f64;
-                }
-            }
-            let out = &mut combined[th * head_dim as usize..][..head_dim as usize];
-            for (o, a) in out.iter_mut().zip(&acc) {
-                *o = (a / total) as f32;
-            }
-        }
-        let want_x = if splits > 1 { &combined } else { &x };
-        let rows = 9;
-        let (bytes, w) = random_weight(GgmlType::Q8_0, rows, cols, seed + 2);
-        let gw = weight(&gpu, GgmlType::Q8_0, &bytes, rows, cols, &[]);
-        let xq = gpu
-            .storage("x_q8", kernels::q8_bytes(8, cols as u32))
-            .unwrap();
-        let (xb, pb) = (upload(&gpu, "attn", &x), upload(&gpu, "parts", &parts));
-        let yb = upload(&gpu, "y", &vec![0f32; n * rows]);
-        let input = Q8Input::Combine { parts: &pb, heads };
-        let q =
-            kernels::quantize_q8(&gpu, &xb, &xq, &step, cols as u32, Rows::Tokens, input).unwrap();
-        let opts = MatOpts {
-            x_q8: Some(&xq),
-            ..Default::default()
-        };
-        let m = kernels::mat(&gpu, &gw, &xb, &yb, &step, &dummy, &opts).unwrap();
-        let all: Vec<_> = std::iter::once(&q).chain(&m).collect();
-        run_attention_dispatches(&gpu, &all, s, &step, n_head).await;
-        let got = read(&gpu, &yb, n * rows).await;
-        let y0 = vec![0f32; n * rows];
-        let (want, mag) = mat_ref(
-            &w,
-            &q8_round(want_x),
-            (n, rows, cols, rows),
-            None,
-            &y0,
-            false,
-        );
-        let shape = format!("{n_head} heads of {head_dim}, {n} tokens at {pos}, {splits} parts");
-        assert_close(
-            "quantize_q8 combine",
-            &shape,
-            &got,
-            &want,
-            NMSE_TOL,
-            REL_TOL * mag,
-        );
     }
 }
 
@@ -910,6 +810,5 @@ super::gpu_tests!(
     small_passes_norm_prologue_and_glu,
     mat_random_blocks_every_type_shape_and_flag,
     small_batch_q8_every_type,
-    small_batch_q8_combines_attention_parts,
     mat_output_rows_every_type
 );
