@@ -1,12 +1,9 @@
 // tandem:include common/step.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/q8_dot.wgsl
-// tandem:include common/act.wgsl
 // tandem:subgroups
 //
-// x' = x, RMSNorm(x) * norm_w (flags bit 0), act(gate) * up of a gated FFN's rows [gate | up]
-// (flags bit 1, x 2 n_cols wide; act GELU-tanh with bit 2, else SiLU: the glu dispatch folded in
-// before the FFN's down product), of each row of the pass quantized to int8 blocks
+// x' = x, or RMSNorm(x) * norm_w (flags bit 0), of each row of the pass quantized to int8 blocks
 // (common/q8_dot.wgsl) in common/q8_global.wgsl's layout, once for every small-batch matrix
 // product that reads it (matvec_batch_q8.wgsl). With the norm it quantizes x * norm_w and keeps
 // the row's scale s = 1 / sqrt(mean(x^2) + eps) beside it, which the products apply after their
@@ -21,11 +18,11 @@ const WG: u32 = 64u;
 struct Params {
     n_cols: u32,    // a multiple of 32
     eps: f32,
-    flags: u32,     // bit 0: RMSNorm with norm_w; bit 1: GLU (bit 2: GELU-tanh)
+    flags: u32,     // bit 0: RMSNorm with norm_w
     rows_mode: u32, // 0: all tokens, 1: the output rows
 }
 
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;         // [rows, n_cols or 2 n_cols]
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;         // [rows, n_cols]
 @group(0) @binding(1) var<storage, read> norm_w: array<vec4<f32>>;    // [n_cols] or unused
 @group(0) @binding(2) var<storage, read_write> xq: array<vec4<u32>>;  // [rows, q8_row_len]
 @group(0) @binding(3) var<uniform> p: Params;
@@ -65,7 +62,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
         var amax = vec4<f32>(0.0);
         for (var k = 0u; k < 8u; k++) {
             let i = 8u * b + k;
-            v[k] = input4(r, i, cols4);
+            v[k] = x[xi + i];
             if (norm) {
                 v[k] = v[k] * norm_w[i];
             }
@@ -92,15 +89,4 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
         let s = vec4<f32>(sums[j], sums[j + 1u], sums[j + 2u], sums[j + 3u]);
         xq[row + sums_at + b / 2u] = bitcast<vec4<u32>>(s);
     }
-}
-
-// vec4 i of row r of what is quantized: x's, or with GLU act(gate) * up of x's [gate | up] row.
-fn input4(r: u32, i: u32, cols4: u32) -> vec4<f32> {
-    if ((p.flags & 2u) == 0u) {
-        return x[r * cols4 + i];
-    }
-    let g = x[2u * r * cols4 + i];
-    let act = (p.flags >> 2u) & 1u;
-    let a = vec4<f32>(glu_act(g.x, act), glu_act(g.y, act), glu_act(g.z, act), glu_act(g.w, act));
-    return a * x[(2u * r + 1u) * cols4 + i];
 }

@@ -141,8 +141,6 @@ pub enum When {
     /// Passes of more than [`MATVEC_BATCH`](super::mat::MATVEC_BATCH) tokens: the matmuls'
     /// (prompt chunks).
     Large,
-    /// Every pass but the small ones: decode and the long passes.
-    NotSmall,
     /// Passes of at most this many tokens.
     AtMost(u32),
     /// Passes of more than this many tokens.
@@ -157,7 +155,6 @@ impl When {
             When::Batch => s.n_tokens > 1,
             When::Small => (2..=super::mat::MATVEC_BATCH).contains(&s.n_tokens),
             When::Large => s.n_tokens > super::mat::MATVEC_BATCH,
-            When::NotSmall => !When::Small.admits(s),
             When::AtMost(n) => s.n_tokens <= n,
             When::MoreThan(n) => s.n_tokens > n,
         }

@@ -11,7 +11,6 @@ use super::dispatch::{
 };
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
-use super::glu::Activation;
 use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
@@ -426,22 +425,10 @@ pub fn q8_bytes(n_rows: u32, n_cols: u32) -> u64 {
     n_rows as u64 * (n_cols / 8 + n_cols.div_ceil(128) + n_cols.div_ceil(64) + 1) as u64 * 16
 }
 
-/// What [`quantize_q8`] quantizes of each row of its input.
-#[derive(Clone, Copy)]
-pub enum Q8Input<'a> {
-    /// The row as it is.
-    Plain,
-    /// RMSNorm(row) * weights (the weights, epsilon).
-    Norm(&'a wgpu::Buffer, f32),
-    /// `act(gate) * up` of a gated FFN's row `[gate | up]` (2 `n_cols` wide): the glu dispatch
-    /// folded into the quantization of the down product's input.
-    Glu(Activation),
-}
-
-/// `xq` = the rows `rows` of `x` (`[rows, n_cols]`, f32; `[rows, 2 n_cols]` with
-/// [`Q8Input::Glu`]) as `input` says, quantized to int8 blocks for the matrix products that
-/// read them ([`MatOpts::x_q8`]); `xq` holds [`q8_bytes`]. It runs in the passes whose rows take
-/// the small-batch kernel (2 to [`MATVEC_BATCH`]); a thread a block of 32 (quantize_q8.wgsl).
+/// `xq` = the rows `rows` of `x` (`[rows, n_cols]`, f32), or of RMSNorm(x) * norm weights
+/// (`norm`: weights and epsilon), quantized to int8 blocks for the matrix products that read them
+/// ([`MatOpts::x_q8`]); `xq` holds [`q8_bytes`]. It runs in the passes whose rows take the
+/// small-batch kernel (2 to [`MATVEC_BATCH`]); a thread a block of 32 (quantize_q8.wgsl).
 pub fn quantize_q8(
     gpu: &Gpu,
     x: &wgpu::Buffer,
@@ -449,36 +436,30 @@ pub fn quantize_q8(
     step: &wgpu::Buffer,
     n_cols: u32,
     rows: Rows,
-    input: Q8Input,
+    norm: Option<(&wgpu::Buffer, f32)>,
 ) -> Result<Dispatch> {
     if !n_cols.is_multiple_of(32) {
         return Err(crate::Error::InvalidArgument(format!(
             "quantize_q8: row length {n_cols} is not a multiple of 32"
         )));
     }
-    // The norm's weights, epsilon, flags (quantize_q8.wgsl) and floats read a row.
-    let (norm_w, eps, flags, per_row) = match input {
-        Q8Input::Plain => (x, 0.0, 0, n_cols),
-        Q8Input::Norm(w, eps) => (w, eps, 1, n_cols),
-        Q8Input::Glu(act) => {
-            let gelu = (act == Activation::GeluTanh) as u32;
-            (x, 0.0, 2 | gelu << 2, 2 * n_cols)
-        }
-    };
     let params = QuantizeParams {
         n_cols,
-        eps,
-        flags,
+        eps: norm.map_or(0.0, |n| n.1),
+        flags: norm.is_some() as u32,
         rows_mode: rows.mode(),
     };
     let pbuf = gpu.uniform("quantize_q8", &params);
     let shader = super::shape::reduce_variant(gpu, "quantize_q8".into(), QUANTIZE_WG, true);
-    let fixed = if flags & 1 != 0 { n_cols as u64 } else { 0 };
+    let norm_w = if norm.is_some() { n_cols as u64 } else { 0 };
     let groups = (n_cols / 32).div_ceil(QUANTIZE_WG);
     Ok(Dispatch {
         label: "quantize_q8".into(),
         pipelines: vec![gpu.pipeline(&key(shader, IN2_OUT_LAYOUT))?],
-        bind_group: gpu.bind_group(IN2_OUT_LAYOUT, &[x, norm_w, xq, &pbuf, step]),
+        bind_group: gpu.bind_group(
+            IN2_OUT_LAYOUT,
+            &[x, norm.map_or(x, |n| n.0), xq, &pbuf, step],
+        ),
         // The passes whose rows take the small-batch kernel (`mat`'s grid).
         grid: Box::new(move |s| {
             let n = rows.count(s);
@@ -486,7 +467,7 @@ pub fn quantize_q8(
                 .contains(&n)
                 .then_some((0, [groups, n, 1]))
         }),
-        cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * per_row as u64 + fixed))),
+        cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * n_cols as u64 + norm_w))),
     })
 }
 

@@ -8,7 +8,7 @@
 use crate::gpu::Gpu;
 use crate::kernels::{
     self, moe, AttnOpts, DecodeRope, Dispatch, GpuWeight, Heads, KvBuffers, MatOpts, NormOpts,
-    Q8Input, Rows, When,
+    Rows, When,
 };
 use crate::{Error, Result};
 
@@ -174,26 +174,13 @@ impl<'a> Recorder<'a> {
             },
         )?;
         self.d.extend(attention);
-        self.residual(&l.wo, &l.post_attn_norm, &a.attn, None)
+        self.residual(&l.wo, &l.post_attn_norm, &a.attn)
     }
 
     /// Dense FFN: `hidden = act(G x') * (U x')` with `x' = RMSNorm(x)`, then `x += D hidden`.
     fn dense_ffn(&mut self, l: &Layer, f: &DenseFfn) -> Result<()> {
-        let folded = self.ffn_in(l, f, true)?;
-        self.ffn_out(l, f, folded)
-    }
-
-    /// The FFN's output side, `x += D hidden`; with `glu_folded` ([`Recorder::ffn_in`]), the
-    /// small passes' hidden is made by the quantization of D's input from gate/up.
-    fn ffn_out(&mut self, l: &Layer, f: &DenseFfn, glu_folded: bool) -> Result<()> {
-        let a = self.a;
-        let hidden_q8 = glu_folded
-            .then(|| {
-                let act = self.model.config.activation;
-                self.quantize(&a.gate_up, f.n_ff, Rows::Tokens, Q8Input::Glu(act))
-            })
-            .transpose()?;
-        self.residual(&f.down, &l.post_ffn_norm, &a.hidden, hidden_q8)
+        self.ffn_in(l, f, true)?;
+        self.residual(&f.down, &l.post_ffn_norm, &self.a.hidden)
     }
 
     /// Mixture of experts: router logits from `RMSNorm(x)`, then the routed experts on the GPU
@@ -214,10 +201,9 @@ impl<'a> Recorder<'a> {
         };
         self.normed_mat(&m.router, &l.ffn_norm, &mb.logits, None, Some(later_xn))?;
         // The shared expert's input side reads x (or xn), so it goes before anything adds to x.
-        let shared_folded = match &m.shared {
-            Some(sh) => self.ffn_in(l, sh, false)?,
-            None => false,
-        };
+        if let Some(sh) = &m.shared {
+            self.ffn_in(l, sh, false)?;
+        }
         let routed = moe::routed(
             self.gpu,
             &mc.routing,
@@ -236,7 +222,7 @@ impl<'a> Recorder<'a> {
         )?;
         self.d.extend(routed);
         if let Some(sh) = &m.shared {
-            self.ffn_out(l, sh, shared_folded)?;
+            self.residual(&sh.down, &l.post_ffn_norm, &a.hidden)?;
         }
         Ok(())
     }
@@ -292,7 +278,7 @@ impl<'a> Recorder<'a> {
     ) -> Result<()> {
         let small = matches!(opts.when, When::Always | When::Batch | When::Small);
         let x_q8 = (small && self.small_q8(w).0)
-            .then(|| self.quantize(x, w.n_cols, opts.rows, Q8Input::Plain))
+            .then(|| self.quantize(x, w.n_cols, opts.rows, None))
             .transpose()?;
         self.mat_from(w, x, x_q8, y, opts)
     }
@@ -326,17 +312,17 @@ impl<'a> Recorder<'a> {
         (w.chunks.iter().any(q8), w.chunks.iter().all(q8))
     }
 
-    /// Records the small passes' quantization of `x` (`n_cols` wide, as `input` says) into the
-    /// activations' `x_q8`, and returns it.
+    /// Records the small passes' quantization of `x` (`n_cols` wide; RMSNorm first with `norm`)
+    /// into the activations' `x_q8`, and returns it.
     fn quantize(
         &mut self,
         x: &wgpu::Buffer,
         n_cols: u32,
         rows: Rows,
-        input: Q8Input,
+        norm: Option<(&wgpu::Buffer, f32)>,
     ) -> Result<&'a wgpu::Buffer> {
         let a = self.a;
-        let d = kernels::quantize_q8(self.gpu, x, &a.x_q8, &a.step, n_cols, rows, input)?;
+        let d = kernels::quantize_q8(self.gpu, x, &a.x_q8, &a.step, n_cols, rows, norm)?;
         self.d.push(d);
         Ok(&a.x_q8)
     }
@@ -435,38 +421,33 @@ impl<'a> Recorder<'a> {
         let x_q8 = self
             .small_q8(w)
             .0
-            .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Q8Input::Norm(norm_w, eps)))
+            .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Some((norm_w, eps))))
             .transpose()?;
         self.norm(&a.x, norm_w, &a.xn, false, xn_when)?;
         Ok(x_q8)
     }
 
     /// `x += W input`, or through the post-norm where the model has one (Gemma):
-    /// `x += RMSNorm(W input)`. `input_q8`: the small passes' input, already quantized
-    /// ([`Recorder::quantize`]); `None`: quantized here where that pays.
+    /// `x += RMSNorm(W input)`.
     fn residual(
         &mut self,
         w: &GpuWeight,
         post_norm: &Option<wgpu::Buffer>,
         input: &wgpu::Buffer,
-        input_q8: Option<&'a wgpu::Buffer>,
     ) -> Result<()> {
         let a = self.a;
-        let (y, accumulate) = match post_norm {
-            None => (&a.x, true),
-            Some(_) => (&a.tmp, false),
-        };
-        let opts = MatOpts {
-            accumulate,
-            ..Default::default()
-        };
-        match input_q8 {
-            Some(_) => self.mat_from(w, input, input_q8, y, &opts)?,
-            None => self.mat(w, input, y, &opts)?,
-        }
         match post_norm {
-            Some(pn) => self.norm(&a.tmp, pn, &a.x, true, When::Always),
-            None => Ok(()),
+            None => {
+                let opts = MatOpts {
+                    accumulate: true,
+                    ..Default::default()
+                };
+                self.mat(w, input, &a.x, &opts)
+            }
+            Some(pn) => {
+                self.mat(w, input, &a.tmp, &MatOpts::default())?;
+                self.norm(&a.tmp, pn, &a.x, true, When::Always)
+            }
         }
     }
 
@@ -474,10 +455,8 @@ impl<'a> Recorder<'a> {
     /// decode when gate and up share a buffer, and one small-batch dispatch for the small passes
     /// where they also take f32 x ([`kernels::glu_small`]), both from x; for the other batches
     /// the norm into `xn` (unless `batch_norm` is false: an earlier dispatch of this layer made
-    /// it), the matmul and the activation. Returns whether the small passes left the activation
-    /// to [`Recorder::ffn_out`]'s quantization: where they take both products on int8 x', the
-    /// glu dispatch and the quantization of its output are one dispatch.
-    fn ffn_in(&mut self, l: &Layer, f: &DenseFfn, batch_norm: bool) -> Result<bool> {
+    /// it), the matmul and the activation.
+    fn ffn_in(&mut self, l: &Layer, f: &DenseFfn, batch_norm: bool) -> Result<()> {
         let (c, a) = (&self.model.config, self.a);
         let norm = Some((&l.ffn_norm, c.rms_eps));
         let fused = kernels::matvec_glu(
@@ -501,8 +480,7 @@ impl<'a> Recorder<'a> {
             norm,
             c.activation,
         )?;
-        let small_fused = small.is_some();
-        let batch_when = if small_fused {
+        let batch_when = if small.is_some() {
             When::Large
         } else {
             When::Batch
@@ -533,7 +511,7 @@ impl<'a> Recorder<'a> {
             };
             self.normed_input(&f.gate_up, &l.ffn_norm, xn_when)?
         } else if any_q8 {
-            Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, Q8Input::Plain)?)
+            Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, None)?)
         } else {
             None
         };
@@ -542,7 +520,6 @@ impl<'a> Recorder<'a> {
             ..Default::default()
         };
         self.mat_from(&f.gate_up, &a.xn, x_q8, &a.gate_up, &batch)?;
-        let folded = !small_fused && self.small_q8(&f.down).1;
         let glu = kernels::glu(
             self.gpu,
             &a.gate_up,
@@ -552,11 +529,7 @@ impl<'a> Recorder<'a> {
             c.activation,
             glu_when,
         )?;
-        self.d.push(if folded {
-            glu.only(When::NotSmall)
-        } else {
-            glu
-        });
-        Ok(folded)
+        self.d.push(glu);
+        Ok(())
     }
 }

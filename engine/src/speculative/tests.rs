@@ -524,8 +524,7 @@ async fn verify_gives_the_greedy_token_after_each_row() {
     assert!(s.verify(&many).await.is_err());
 }
 
-/// A verification deep in the context, where its attention is split into parts and the FFN's
-/// activation is folded into the down product's input (`kernels::Q8Input::Glu`): each row's
+/// A verification deep in the context, where its attention is split into parts: each row's
 /// logits are the decode steps', on the MTP fixture (Q8_0, heads of 32).
 async fn a_verification_deep_in_the_context_is_decode_steps() {
     let m = load(GLM_MTP).await;

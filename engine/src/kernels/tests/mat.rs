@@ -19,8 +19,7 @@ use super::{
 };
 use crate::gpu::Gpu;
 use crate::kernels::{
-    self, reference, Activation, GpuWeight, MatOpts, MatvecShape, Q8Input, Rows, StepInfo,
-    WeightChunk, When,
+    self, Activation, GpuWeight, MatOpts, MatvecShape, Rows, StepInfo, WeightChunk, When,
 };
 use crate::quant::tests::{fixture, random_blocks, FixtureTensor};
 use crate::quant::{dequantize, gpu_types, repack_for_gpu, GgmlType};
@@ -641,9 +640,8 @@ async fn mat_random_blocks_every_type_shape_and_flag() {
 /// The small-batch path on int8 x' (`kernels::quantize_q8`, then `kernels::mat` reading its
 /// output): every type that takes it, in every shape of `mat_shapes` and the adapter's choice,
 /// 2 to 16 tokens (the 2-, 4- and 8-token workgroups, full and not, and two groups of 8), rows
-/// that do not fill a workgroup, weights of 1 to 3 chunks, rows past 4096 columns, x' as it is,
-/// through the RMSNorm or the activation of a gated FFN's [gate | up] (`Q8Input`), the bias and
-/// accumulate flags, and the output rows (`Rows::Out`: the
+/// that do not fill a workgroup, weights of 1 to 3 chunks, rows past 4096 columns, x' with and
+/// without the RMSNorm, the bias and accumulate flags, and the output rows (`Rows::Out`: the
 /// first `n_out` rows of x for the last tokens), against x' quantized on the CPU.
 async fn small_batch_q8_every_type() {
     let gpu = gpu().await;
@@ -682,9 +680,7 @@ async fn small_batch_q8_every_type() {
                 let n = [2usize, 3, 4, 8, 9, 16][ni % 6];
                 let case = si + ni;
                 let (with_bias, accumulate) = (case & 1 != 0, case & 2 != 0);
-                // x' as it is, through the norm, or the activation of [gate | up] rows.
-                let (with_norm, with_glu) = (case % 3 == 1, case % 3 == 2);
-                let act = [Activation::Silu, Activation::GeluTanh][case / 3 % 2];
+                let with_norm = case % 3 != 0;
                 let rows_of = if case % 4 == 3 {
                     Rows::Out
                 } else {
@@ -692,19 +688,14 @@ async fn small_batch_q8_every_type() {
                 };
                 // Rows::Out: a pass of 5 more tokens whose last n want logits.
                 let n_tokens = if rows_of == Rows::Out { n + 5 } else { n };
-                let x_cols = if with_glu { 2 * cols } else { cols };
-                let x = random_f32(seed * 7 + n as u64, n * x_cols, 1.0);
+                let x = random_f32(seed * 7 + n as u64, n * cols, 1.0);
                 let norm_w = random_f32(seed * 3 + n as u64, cols, 1.0);
                 let bias = random_f32(seed + 1, rows, 1.0);
                 let y0 = random_f32(seed + 2, n * rows, 1.0);
                 let (xb, nb) = (upload(&gpu, "x", &x), upload(&gpu, "norm", &norm_w));
                 let (bb, yb) = (upload(&gpu, "bias", &bias), upload(&gpu, "y", &y0));
-                let input = match (with_norm, with_glu) {
-                    (true, _) => Q8Input::Norm(&nb, eps),
-                    (_, true) => Q8Input::Glu(act),
-                    _ => Q8Input::Plain,
-                };
-                let q = kernels::quantize_q8(&gpu, &xb, &xq, &step, cols as u32, rows_of, input)
+                let norm = with_norm.then_some((&nb, eps));
+                let q = kernels::quantize_q8(&gpu, &xb, &xq, &step, cols as u32, rows_of, norm)
                     .unwrap();
                 let opts = MatOpts {
                     bias: with_bias.then_some(&bb),
@@ -721,25 +712,23 @@ async fn small_batch_q8_every_type() {
                 let got = read(&gpu, &yb, n * rows).await;
                 // The norm as the decode kernels apply it: x * w quantized, scaled after.
                 let xr: Vec<f32> = x
-                    .chunks(x_cols)
-                    .flat_map(|xt| match input {
-                        Q8Input::Norm(..) => norm_read(
+                    .chunks(cols)
+                    .flat_map(|xt| match norm {
+                        Some(_) => norm_read(
                             MatvecShape::for_small(&gpu, 1, 32, ty),
                             ty,
                             xt,
                             &norm_w,
                             eps,
                         ),
-                        Q8Input::Glu(act) => q8_round(&reference::glu(xt, cols, 1, act)),
-                        Q8Input::Plain => q8_round(xt),
+                        None => q8_round(xt),
                     })
                     .collect();
                 let bias = with_bias.then_some(&bias[..]);
                 let (want, mag) = mat_ref(&w, &xr, (n, rows, cols, rows), bias, &y0, accumulate);
                 let shape = format!(
-                    "{ty} rows {rows} cols {cols} chunks {} tokens {n} of {n_tokens} {rows_of:?} norm {with_norm} glu {} bias {with_bias} accumulate {accumulate} shape {}",
+                    "{ty} rows {rows} cols {cols} chunks {} tokens {n} of {n_tokens} {rows_of:?} norm {with_norm} bias {with_bias} accumulate {accumulate} shape {}",
                     splits.len() + 1,
-                    if with_glu { format!("{act:?}") } else { "off".into() },
                     shape.map_or("the adapter's".into(), |s| shape_name(&gpu, s))
                 );
                 assert_close(
