@@ -235,7 +235,26 @@ pub const SMALL_Q8_MIN_BYTES: u64 = 4 << 20;
 /// tests, whose tiny models would otherwise never take the path).
 pub fn small_q8_pays(gpu: &Gpu, c: &WeightChunk) -> bool {
     let min_bytes = if cfg!(test) { 0 } else { SMALL_Q8_MIN_BYTES };
+    pays_from(gpu, c, min_bytes)
+}
+
+fn pays_from(gpu: &Gpu, c: &WeightChunk, min_bytes: u64) -> bool {
     takes_small_q8(gpu, c.ty) && c.buffer.size() >= min_bytes
+}
+
+/// Whether a forward pass's small passes quantize x for `w` (some chunk of it
+/// [`small_q8_pays`]), and whether every chunk of `w` then reads x': `mat` gives x' to each
+/// chunk whose type [`takes_small_q8`], large or not, so only where one does not does the pass
+/// need x on f32 (the norm into xn) beside it.
+pub fn small_q8_reads(gpu: &Gpu, w: &GpuWeight) -> (bool, bool) {
+    let min_bytes = if cfg!(test) { 0 } else { SMALL_Q8_MIN_BYTES };
+    small_q8_reads_from(gpu, w, min_bytes)
+}
+
+pub(super) fn small_q8_reads_from(gpu: &Gpu, w: &GpuWeight, min_bytes: u64) -> (bool, bool) {
+    let any = w.chunks.iter().any(|c| pays_from(gpu, c, min_bytes));
+    let all = w.chunks.iter().all(|c| takes_small_q8(gpu, c.ty));
+    (any, any && all)
 }
 
 /// `y[t, :] (+)= W x[t, :] (+ bias)` for the tokens of the pass: the matvec kernel for one

@@ -305,11 +305,10 @@ impl<'a> Recorder<'a> {
         Ok(())
     }
 
-    /// Whether any and whether every weight chunk of `w` takes the small-batch kernel on int8 x'
-    /// ([`kernels::small_q8_pays`]).
+    /// Whether the small passes quantize x for `w`, and whether every chunk of it then reads x'
+    /// ([`kernels::small_q8_reads`]).
     fn small_q8(&self, w: &GpuWeight) -> (bool, bool) {
-        let q8 = |c: &kernels::WeightChunk| kernels::small_q8_pays(self.gpu, c);
-        (w.chunks.iter().any(q8), w.chunks.iter().all(q8))
+        kernels::small_q8_reads(self.gpu, w)
     }
 
     /// Records the small passes' quantization of `x` (`n_cols` wide; RMSNorm first with `norm`)

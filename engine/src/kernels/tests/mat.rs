@@ -792,6 +792,47 @@ async fn mat_output_rows_every_type() {
     }
 }
 
+/// Which matrices the small passes quantize x for, and whether every chunk then reads x'
+/// (`mat::small_q8_reads_from` at the forward pass's [`kernels::mat::SMALL_Q8_MIN_BYTES`]): Q, K and V
+/// stacked with V of another type and too small to pay for the quantization alone (the dense 8B
+/// shape's Q6_K V, 3.4 MB) still read x' all three, so the pass needs no f32 x beside it (an
+/// rmsnorm dispatch a layer, which it made for nothing before); a chunk whose type has no int8
+/// unit does need it; a matrix none of whose chunks pays is not quantized for.
+async fn small_q8_reads_every_chunk_that_takes_it() {
+    let gpu = gpu().await;
+    if !gpu.features.int8_dot {
+        return;
+    }
+    let min = kernels::mat::SMALL_Q8_MIN_BYTES;
+    let matrix = |chunks: &[(GgmlType, u64)]| GpuWeight {
+        name: "w".into(),
+        n_rows: chunks.len() as u32,
+        n_cols: 256,
+        chunks: chunks
+            .iter()
+            .enumerate()
+            .map(|(i, &(ty, bytes))| WeightChunk {
+                buffer: gpu.storage("w", bytes).unwrap(),
+                ty,
+                row0: i as u32,
+                n_rows: 1,
+            })
+            .collect(),
+    };
+    let (q4, q6, f32t) = (GgmlType::Q4K, GgmlType::Q6K, GgmlType::F32);
+    let cases = [
+        (vec![(q4, min), (q6, min / 4)], (true, true)),
+        (vec![(q4, min), (q4, min)], (true, true)),
+        (vec![(q4, min), (f32t, min / 4)], (true, false)),
+        (vec![(q4, min / 4), (q6, min / 4)], (false, false)),
+        (vec![(f32t, min)], (false, false)),
+    ];
+    for (chunks, want) in cases {
+        let got = kernels::mat::small_q8_reads_from(&gpu, &matrix(&chunks), min);
+        assert_eq!(got, want, "chunks {chunks:?}");
+    }
+}
+
 super::gpu_tests!(
     mat_every_type_and_shape,
     matvec_norm_prologue_and_output_rows,
@@ -799,5 +840,6 @@ super::gpu_tests!(
     small_passes_norm_prologue_and_glu,
     mat_random_blocks_every_type_shape_and_flag,
     small_batch_q8_every_type,
+    small_q8_reads_every_chunk_that_takes_it,
     mat_output_rows_every_type
 );
