@@ -230,12 +230,14 @@ pub fn takes_small_q8(gpu: &Gpu, ty: GgmlType) -> bool {
 /// 9.4 MB one of the dense 8B from 1,634 to 878 (bench/RESULTS.md, eleventh session).
 pub const SMALL_Q8_MIN_BYTES: u64 = 4 << 20;
 
+/// [`SMALL_Q8_MIN_BYTES`] where a model runs; none in the engine's unit tests, whose tiny models
+/// would otherwise never take the path.
+const PAYS_FROM: u64 = if cfg!(test) { 0 } else { SMALL_Q8_MIN_BYTES };
+
 /// Whether a forward pass quantizes x for chunk `c`'s small passes: its type
-/// [`takes_small_q8`], and it holds at least [`SMALL_Q8_MIN_BYTES`] (none in the engine's unit
-/// tests, whose tiny models would otherwise never take the path).
+/// [`takes_small_q8`], and it holds at least [`SMALL_Q8_MIN_BYTES`].
 pub fn small_q8_pays(gpu: &Gpu, c: &WeightChunk) -> bool {
-    let min_bytes = if cfg!(test) { 0 } else { SMALL_Q8_MIN_BYTES };
-    pays_from(gpu, c, min_bytes)
+    pays_from(gpu, c, PAYS_FROM)
 }
 
 fn pays_from(gpu: &Gpu, c: &WeightChunk, min_bytes: u64) -> bool {
@@ -247,8 +249,7 @@ fn pays_from(gpu: &Gpu, c: &WeightChunk, min_bytes: u64) -> bool {
 /// chunk whose type [`takes_small_q8`], large or not, so only where one does not does the pass
 /// need x on f32 (the norm into xn) beside it.
 pub fn small_q8_reads(gpu: &Gpu, w: &GpuWeight) -> (bool, bool) {
-    let min_bytes = if cfg!(test) { 0 } else { SMALL_Q8_MIN_BYTES };
-    small_q8_reads_from(gpu, w, min_bytes)
+    small_q8_reads_from(gpu, w, PAYS_FROM)
 }
 
 pub(super) fn small_q8_reads_from(gpu: &Gpu, w: &GpuWeight, min_bytes: u64) -> (bool, bool) {
