@@ -34,7 +34,7 @@ struct RouteParams {
 }
 
 var<workgroup> prob: array<f32, MAX_E>;  // weight source: the logit (softmax) or s (sigmoid)
-var<workgroup> sel: array<f32, MAX_E>;   // selection score, or MASKED
+var<workgroup> sel: array<f32, MAX_E>;   // selection score, or MASKED; LOWEST past ne to a multiple of 4
 var<workgroup> rv: array<f32, WG>;
 var<workgroup> chosen: array<u32, MAX_E>;  // [k] the chosen experts, best first
 var<workgroup> gscore: array<f32, MAX_G>;
@@ -79,6 +79,11 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
             sel[i] = select(v, v + bias[i], use_bias);
         }
     }
+    // The rank pass below takes four scores a step: the slots past the last expert lose to all.
+    let n4 = (ne + 3u) / 4u;
+    if (lid < 4u * n4 - ne) {
+        sel[ne + lid] = LOWEST;
+    }
     workgroupBarrier();
     // Group limit: score each group by its two best selection scores, keep the topk_group best
     // groups (ties: lower group id), mask the experts of the others.
@@ -116,16 +121,21 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
     }
     // Selection by rank: an expert's rank is the number of experts `better` than it (a strict
     // order), so the k of rank < k are the chosen ones, best first at slot rank: one pass over the
-    // scores in workgroup memory and one barrier, not k argmax reductions.
+    // scores in workgroup memory and one barrier, not k argmax reductions. The pass takes four
+    // scores a step and has no early exit, so no load waits on the compares before it (an exit
+    // at rank k made every step wait for the last, and the chosen experts' threads, which scan
+    // all the scores, set the length of the routing).
     let k = min(rp.k, ne);
     for (var i = lid; i < ne; i += WG) {
         let v = sel[i];
-        var rank = 0u;
-        for (var h = 0u; h < ne && rank < k; h++) {
-            if (better(sel[h], h, v, i)) {
-                rank++;
-            }
+        var ranks = vec4<u32>(0u);
+        for (var h = 0u; h < n4; h++) {
+            let w = vec4<f32>(sel[4u * h], sel[4u * h + 1u], sel[4u * h + 2u], sel[4u * h + 3u]);
+            let ids = vec4<u32>(4u * h) + vec4<u32>(0u, 1u, 2u, 3u);
+            let ahead = (w > vec4<f32>(v)) | ((w == vec4<f32>(v)) & (ids < vec4<u32>(i)));
+            ranks += select(vec4<u32>(0u), vec4<u32>(1u), ahead);
         }
+        let rank = ranks.x + ranks.y + ranks.z + ranks.w;
         if (rank < k) {
             chosen[rank] = i;
         }
