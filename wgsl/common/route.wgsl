@@ -45,6 +45,11 @@ fn better(v: f32, i: u32, w: f32, j: u32) -> bool {
     return v > w || (v == w && i < j);
 }
 
+// `better` for four (v, i) at once against one (w, j).
+fn better4(v: vec4<f32>, i: vec4<u32>, w: f32, j: u32) -> vec4<bool> {
+    return (v > vec4<f32>(w)) | ((v == vec4<f32>(w)) & (i < vec4<u32>(j)));
+}
+
 // Sum of one value per thread, returned to all threads.
 fn route_sum(v: f32, lid: u32) -> f32 {
     rv[lid] = v;
@@ -132,8 +137,7 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
         for (var h = 0u; h < n4; h++) {
             let w = vec4<f32>(sel[4u * h], sel[4u * h + 1u], sel[4u * h + 2u], sel[4u * h + 3u]);
             let ids = vec4<u32>(4u * h) + vec4<u32>(0u, 1u, 2u, 3u);
-            let ahead = (w > vec4<f32>(v)) | ((w == vec4<f32>(v)) & (ids < vec4<u32>(i)));
-            ranks += select(vec4<u32>(0u), vec4<u32>(1u), ahead);
+            ranks += select(vec4<u32>(0u), vec4<u32>(1u), better4(w, ids, v, i));
         }
         let rank = ranks.x + ranks.y + ranks.z + ranks.w;
         if (rank < k) {
