@@ -34,7 +34,9 @@ struct RouteParams {
 }
 
 var<workgroup> prob: array<f32, MAX_E>;  // weight source: the logit (softmax) or s (sigmoid)
-var<workgroup> sel: array<f32, MAX_E>;   // selection score, or MASKED; LOWEST past ne to a multiple of 4
+// Selection scores, four a slot (the rank pass reads a slot a step): the score, or MASKED;
+// LOWEST past ne to a multiple of 4.
+var<workgroup> sel: array<vec4<f32>, MAX_E / 4u>;
 var<workgroup> rv: array<f32, WG>;
 var<workgroup> chosen: array<u32, MAX_E>;  // [k] the chosen experts, best first
 var<workgroup> gscore: array<f32, MAX_G>;
@@ -48,6 +50,11 @@ fn better(v: f32, i: u32, w: f32, j: u32) -> bool {
 // `better` for four (v, i) at once against one (w, j).
 fn better4(v: vec4<f32>, i: vec4<u32>, w: f32, j: u32) -> vec4<bool> {
     return (v > vec4<f32>(w)) | ((v == vec4<f32>(w)) & (i < vec4<u32>(j)));
+}
+
+// Expert i's selection score.
+fn sel_at(i: u32) -> f32 {
+    return sel[i / 4u][i % 4u];
 }
 
 // Sum of one value per thread, returned to all threads.
@@ -75,19 +82,19 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
         for (var i = lid; i < ne; i += WG) {
             let v = logits[base + i];
             prob[i] = v;
-            sel[i] = v;
+            sel[i / 4u][i % 4u] = v;
         }
     } else {
         for (var i = lid; i < ne; i += WG) {
             let v = 1.0 / (1.0 + exp(-logits[base + i]));
             prob[i] = v;
-            sel[i] = select(v, v + bias[i], use_bias);
+            sel[i / 4u][i % 4u] = select(v, v + bias[i], use_bias);
         }
     }
     // The rank pass below takes four scores a step: the slots past the last expert lose to all.
     let n4 = (ne + 3u) / 4u;
     if (lid < 4u * n4 - ne) {
-        sel[ne + lid] = LOWEST;
+        sel[(ne + lid) / 4u][(ne + lid) % 4u] = LOWEST;
     }
     workgroupBarrier();
     // Group limit: score each group by its two best selection scores, keep the topk_group best
@@ -99,7 +106,7 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
             var b1 = LOWEST;
             var b2 = LOWEST;
             for (var i = lid * gsize; i < (lid + 1u) * gsize; i++) {
-                let v = sel[i];
+                let v = sel_at(i);
                 if (v > b1) {
                     b2 = b1;
                     b1 = v;
@@ -119,32 +126,47 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
                 }
             }
             if (rank >= rp.topk_group) {
-                sel[i] = MASKED;
+                sel[i / 4u][i % 4u] = MASKED;
             }
         }
         workgroupBarrier();
     }
     // Selection by rank: an expert's rank is the number of experts `better` than it (a strict
     // order), so the k of rank < k are the chosen ones, best first at slot rank: one pass over the
-    // scores in workgroup memory and one barrier, not k argmax reductions. The pass takes four
-    // scores a step and has no early exit, so no load waits on the compares before it (an exit
-    // at rank k made every step wait for the last, and the chosen experts' threads, which scan
-    // all the scores, set the length of the routing).
+    // scores in workgroup memory, not k argmax reductions. The pass reads a slot of four scores a
+    // step and has no early exit, so no load waits on the compares before it (an exit at rank k
+    // made every step wait for the last, and the chosen experts' threads, which scan all the
+    // scores, set the length of the routing); the two halves of the workgroup scan the two halves
+    // of the slots for the same experts, so each thread takes half the steps, and meet in rv.
     let k = min(rp.k, ne);
-    for (var i = lid; i < ne; i += WG) {
-        let v = sel[i];
-        var ranks = vec4<u32>(0u);
-        for (var h = 0u; h < n4; h++) {
-            let w = vec4<f32>(sel[4u * h], sel[4u * h + 1u], sel[4u * h + 2u], sel[4u * h + 3u]);
-            let ids = vec4<u32>(4u * h) + vec4<u32>(0u, 1u, 2u, 3u);
-            ranks += select(vec4<u32>(0u), vec4<u32>(1u), better4(w, ids, v, i));
+    let half = WG / 2u;
+    let upper = lid >= half;
+    let h_begin = select(0u, n4 / 2u, upper);
+    let h_end = select(n4 / 2u, n4, upper);
+    for (var i0 = 0u; i0 < ne; i0 += half) {
+        let i = i0 + lid % half;
+        var rank = 0u;
+        if (i < ne) {
+            let v = sel_at(i);
+            var ranks = vec4<u32>(0u);
+            for (var h = h_begin; h < h_end; h++) {
+                let ids = vec4<u32>(4u * h) + vec4<u32>(0u, 1u, 2u, 3u);
+                ranks += select(vec4<u32>(0u), vec4<u32>(1u), better4(sel[h], ids, v, i));
+            }
+            rank = ranks.x + ranks.y + ranks.z + ranks.w;
         }
-        let rank = ranks.x + ranks.y + ranks.z + ranks.w;
-        if (rank < k) {
-            chosen[rank] = i;
+        if (upper) {
+            rv[lid - half] = f32(rank);  // exact: a rank is under 2^24
         }
+        workgroupBarrier();
+        if (!upper && i < ne) {
+            let r = rank + u32(rv[lid]);
+            if (r < k) {
+                chosen[r] = i;
+            }
+        }
+        workgroupBarrier();
     }
-    workgroupBarrier();
     if (rp.gating == 0u && (rp.flags & 1u) == 0u) {
         let m = prob[chosen[0]];
         var s = 0.0;
