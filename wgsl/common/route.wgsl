@@ -57,6 +57,11 @@ fn sel_at(i: u32) -> f32 {
     return sel[i / 4u][i % 4u];
 }
 
+// Sets expert i's selection score.
+fn set_sel(i: u32, v: f32) {
+    sel[i / 4u][i % 4u] = v;
+}
+
 // Sum of one value per thread, returned to all threads.
 fn route_sum(v: f32, lid: u32) -> f32 {
     rv[lid] = v;
@@ -82,19 +87,19 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
         for (var i = lid; i < ne; i += WG) {
             let v = logits[base + i];
             prob[i] = v;
-            sel[i / 4u][i % 4u] = v;
+            set_sel(i, v);
         }
     } else {
         for (var i = lid; i < ne; i += WG) {
             let v = 1.0 / (1.0 + exp(-logits[base + i]));
             prob[i] = v;
-            sel[i / 4u][i % 4u] = select(v, v + bias[i], use_bias);
+            set_sel(i, select(v, v + bias[i], use_bias));
         }
     }
     // The rank pass below takes four scores a step: the slots past the last expert lose to all.
     let n4 = (ne + 3u) / 4u;
     if (lid < 4u * n4 - ne) {
-        sel[(ne + lid) / 4u][(ne + lid) % 4u] = LOWEST;
+        set_sel(ne + lid, LOWEST);
     }
     workgroupBarrier();
     // Group limit: score each group by its two best selection scores, keep the topk_group best
@@ -126,7 +131,7 @@ fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
                 }
             }
             if (rank >= rp.topk_group) {
-                sel[i / 4u][i % 4u] = MASKED;
+                set_sel(i, MASKED);
             }
         }
         workgroupBarrier();
