@@ -25,9 +25,8 @@ fn unit_x(u: u32, xo: u32) -> UnitX {
 
 // The unit's dot product with the weights of block b.
 fn unit_w_dot(b: u32, u: u32, xs: UnitX) -> f32 {
-    let pair = (b >> 1u) * 105u;
-    let d = f16_at(w[pair], b & 1u);
-    let base = pair + 1u + (b & 1u) * 52u;
+    let blk = q6k_block(b);
+    let base = blk.base;
     let i = u % 16u;
     let h = i / 8u;
     let l0 = (i % 8u) * 4u;
@@ -48,5 +47,5 @@ fn unit_w_dot(b: u32, u: u32, xs: UnitX) -> f32 {
     let s1 = unpack_i8x4(w[base + 49u + 2u * h]);
     let j = l0 / 16u;
     let sc = vec4<f32>(vec4<i32>(s0[j], s0[j + 2u], s1[j], s1[j + 2u]));
-    return d * dot(sc, qd - 32.0 * xs.sums);
+    return blk.d * dot(sc, qd - 32.0 * xs.sums);
 }

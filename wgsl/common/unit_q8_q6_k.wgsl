@@ -6,7 +6,9 @@
 // unsigned bytes a word, are dotted with x' (common/q8_dot.wgsl's dot16):
 //   W . x = d sum_t sc_t (q_t . x_t - 32 sum(x_t)).
 // Unit u of a row lies in block u / 4; with j = u % 4, h = j / 2 and l0 = 16 (j % 2) it holds
-// weights 128h + 32t + l0 .. + 16. (Pairs of blocks are 420 bytes, so the loads are scalar.)
+// weights 128h + 32t + l0 .. + 16. Every block starts on 16 bytes (groups of eight, common/
+// quant_q6_k.wgsl), so the unit is four 16-byte loads through the includer's vec4<u32> view
+// of the weights, `wv`, and the scale's word.
 
 const UNIT: u32 = 64u;
 
@@ -35,21 +37,18 @@ fn unit_x(tok: u32, u: u32) -> UnitX {
 }
 
 fn unit_w(b: u32, u: u32) -> UnitW {
-    let pair = (b >> 1u) * 105u;
-    let d = f16_at(w[pair], b & 1u);
-    let base = pair + 1u + (b & 1u) * 52u;
+    let blk = q6k_block(b);
+    let run = blk.base / 4u;
     let j = u % 4u;
     let h = j / 2u;
     let l = j % 2u;
-    let a = base + 16u * h + 4u * l;
-    let t = base + 32u + 8u * h + 4u * l;
-    // Quarter t's scale is sc[8h + l + 2t]: bytes l and l + 2 of two consecutive words.
-    let s0 = unpack_i8x4(w[base + 48u + 2u * h]);
-    let s1 = unpack_i8x4(w[base + 49u + 2u * h]);
-    return UnitW(vec4<u32>(w[a], w[a + 1u], w[a + 2u], w[a + 3u]),
-                 vec4<u32>(w[a + 8u], w[a + 9u], w[a + 10u], w[a + 11u]),
-                 vec4<u32>(w[t], w[t + 1u], w[t + 2u], w[t + 3u]),
-                 d * vec4<f32>(vec4<i32>(s0[l], s0[l + 2u], s1[l], s1[l + 2u])));
+    // ql's runs 4h + l and 4h + l + 2, qh's run 8 + 2h + l, the scales' run 12: quarter t's
+    // scale is sc[8h + l + 2t], bytes l and l + 2 of words 2h and 2h + 1 of that run.
+    let sc = wv[run + 12u];
+    let s0 = unpack_i8x4(select(sc.x, sc.z, h == 1u));
+    let s1 = unpack_i8x4(select(sc.y, sc.w, h == 1u));
+    return UnitW(wv[run + 4u * h + l], wv[run + 4u * h + l + 2u], wv[run + 8u + 2u * h + l],
+                 blk.d * vec4<f32>(vec4<i32>(s0[l], s0[l + 2u], s1[l], s1[l + 2u])));
 }
 
 fn unit_dot_x(k: UnitW, xs: UnitX) -> f32 {

@@ -7,7 +7,7 @@ use crate::gguf::{Gguf, TensorInfo};
 use crate::gpu::Gpu;
 use crate::kernels::moe::GpuExperts;
 use crate::kernels::{GpuWeight, WeightChunk};
-use crate::quant::{gpu_bytes, repack_for_gpu, GgmlType};
+use crate::quant::{gpu_block_group, gpu_bytes, repack_for_gpu, GgmlType};
 use crate::{Error, Result};
 
 use super::config::{Arch, Config};
@@ -131,7 +131,8 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
 
     /// The matrices `parts` (name, rows), each of rows of `cols` elements, stacked by rows into
     /// one weight. Consecutive row ranges of one type share a GPU buffer up to the binding limit;
-    /// a new type, or a part with an odd number of blocks after a paired type, starts a new one.
+    /// a new type, or a part after one that ends inside a group of blocks (a grouped type's
+    /// GPU layout), starts a new one.
     async fn stacked(
         &mut self,
         label: &str,
@@ -146,7 +147,8 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
         let gpu: &Gpu = self.gpu;
         let budget = gpu.max_binding().saturating_sub(1024);
         // A chunk being filled: its type, first row, rows, bytes in GPU layout, and whether its
-        // block count so far is even (paired layouts concatenate only on pair boundaries).
+        // block count so far is a whole number of groups (grouped layouts concatenate only on
+        // group boundaries).
         struct Open {
             ty: GgmlType,
             row0: u32,
@@ -155,7 +157,7 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
             /// large tensor's usual case, is uploaded without a copy).
             pieces: Vec<Vec<u8>>,
             len: u64,
-            even: bool,
+            whole: bool,
         }
         let flush = |open: Option<Open>, chunks: &mut Vec<WeightChunk>| -> Result<()> {
             if let Some(o) = open {
@@ -194,8 +196,8 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
             let mut data = self.src.tensor_bytes(self.g, &t).await?;
             let row_bytes = t.n_bytes / rows as u64;
             let row_gpu = gpu_bytes(t.ty, cols as u64).unwrap_or(row_bytes).max(1);
-            // Even row counts per piece keep paired blocks inside one piece.
-            let max_rows = ((budget / row_gpu) as u32) & !1;
+            // Pieces of a multiple of 8 rows keep every group of blocks (at most 8) inside one.
+            let max_rows = ((budget / row_gpu) as u32) & !7;
             if max_rows == 0 {
                 return Err(Error::Limits {
                     what: format!("a storage binding for one row of {name}"),
@@ -220,7 +222,7 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
                     None => data[range].to_vec(),
                 };
                 let fits = open.as_ref().is_some_and(|o| {
-                    o.ty == t.ty && o.even && o.len + packed.len() as u64 <= budget
+                    o.ty == t.ty && o.whole && o.len + packed.len() as u64 <= budget
                 });
                 if !fits {
                     flush(open.take(), &mut chunks)?;
@@ -230,14 +232,14 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
                         rows: 0,
                         pieces: Vec::new(),
                         len: 0,
-                        even: true,
+                        whole: true,
                     });
                 }
                 let o = open.as_mut().expect("a chunk is open");
                 o.len += packed.len() as u64;
                 o.pieces.push(packed);
                 o.rows += n;
-                o.even = (blocks_per_row * n as u64).is_multiple_of(2);
+                o.whole = (blocks_per_row * n as u64).is_multiple_of(gpu_block_group(t.ty));
                 r += n;
             }
             row_base += rows;

@@ -74,25 +74,44 @@ pub struct GpuType {
     /// Weights per unit of the decode dot products (`UNIT` in common/unit_dot.wgsl, or in the
     /// type's twin common/unit_dot_<wgsl>.wgsl).
     pub decode_unit: u32,
-    /// For blocks whose size is not a multiple of 4 bytes: the offset of the f16 scale that the
-    /// loader moves out so that pairs of blocks align ([`repack_for_gpu`]).
-    pub paired_scale: Option<usize>,
+    /// For blocks whose size is not a multiple of 4 bytes: where the f16 scale sits that the
+    /// loader moves to the front of each group of blocks so that the group aligns
+    /// ([`repack_for_gpu`]).
+    pub grouped_scale: Option<ScaleGroup>,
+}
+
+/// A GPU layout of blocks in groups ([`repack_for_gpu`]): the group's f16 scales first, in
+/// whole words, then its blocks without their scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScaleGroup {
+    /// The scale's byte offset in the GGUF block.
+    pub at: usize,
+    /// Blocks a group: 2 (one word of scales), or 8 for Q6_K, whose 208 bytes without the
+    /// scale make every block of the group start on 16 bytes behind 16 bytes of scales, so the
+    /// kernels read it in 16-byte loads.
+    pub blocks: usize,
 }
 
 const fn gpu(wgsl: &'static str) -> Option<GpuType> {
     Some(GpuType {
         wgsl,
         decode_unit: 8,
-        paired_scale: None,
+        grouped_scale: None,
     })
 }
 
-const fn paired(wgsl: &'static str, scale_at: usize) -> Option<GpuType> {
+/// A type stored in groups of `blocks` blocks with their scales (at byte `at`) in front.
+const fn grouped(wgsl: &'static str, at: usize, blocks: usize) -> Option<GpuType> {
     Some(GpuType {
         wgsl,
         decode_unit: 8,
-        paired_scale: Some(scale_at),
+        grouped_scale: Some(ScaleGroup { at, blocks }),
     })
+}
+
+/// A type stored in pairs of blocks.
+const fn paired(wgsl: &'static str, at: usize) -> Option<GpuType> {
+    grouped(wgsl, at, 2)
 }
 
 /// `g` with a decode unit of `decode_unit` weights.
@@ -149,7 +168,7 @@ pub static TYPES: &[TypeInfo] = {
         row::<BlockQ3K>(Q3K, 11, "Q3_K", paired("q3_k", 108)),
         row::<BlockQ4K>(Q4K, 12, "Q4_K", unit(gpu("q4_k"), 32)),
         row::<BlockQ5K>(Q5K, 13, "Q5_K", gpu("q5_k")),
-        row::<BlockQ6K>(Q6K, 14, "Q6_K", unit(paired("q6_k", 208), 16)),
+        row::<BlockQ6K>(Q6K, 14, "Q6_K", unit(grouped("q6_k", 208, 8), 16)),
         row::<BlockIQ4NL>(IQ4NL, 20, "IQ4_NL", paired("iq4_nl", 0)),
         row::<BlockIQ4XS>(IQ4XS, 23, "IQ4_XS", gpu("iq4_xs")),
         known(Q8_1, 9, "Q8_1", 32, 36),
@@ -254,7 +273,7 @@ impl fmt::Display for GgmlType {
 
 pub mod random;
 mod repack;
-pub use repack::{gpu_bytes, repack_for_gpu};
+pub use repack::{gpu_block_group, gpu_bytes, repack_for_gpu};
 
 mod blocks;
 pub use blocks::{dequantize, Block};

@@ -148,18 +148,20 @@ fn dequantize_rejects_a_partial_block() {
 fn unpack_gpu(ty: GgmlType, gpu: &[u8], n_blocks: usize) -> Vec<u8> {
     let (_, bs) = ty.block_geometry().unwrap();
     let bs = bs as usize;
-    let Some(d_off) = ty.gpu().unwrap().paired_scale else {
+    let Some(g) = ty.gpu().unwrap().grouped_scale else {
         return gpu[..n_blocks * bs].to_vec();
     };
+    let (body, head) = (bs - 2, (2 * g.blocks).next_multiple_of(4));
+    let group = head + g.blocks * body;
     let mut out = Vec::new();
     for b in 0..n_blocks {
-        let pair = &gpu[(b / 2) * 2 * bs..(b / 2 + 1) * 2 * bs];
-        let (half, body) = (b % 2, bs - 2);
-        let d = &pair[2 * half..2 * half + 2];
-        let rest = &pair[4 + half * body..4 + (half + 1) * body];
-        out.extend_from_slice(&rest[..d_off]);
+        let grp = &gpu[(b / g.blocks) * group..(b / g.blocks + 1) * group];
+        let i = b % g.blocks;
+        let d = &grp[2 * i..2 * i + 2];
+        let rest = &grp[head + i * body..head + (i + 1) * body];
+        out.extend_from_slice(&rest[..g.at]);
         out.extend_from_slice(d);
-        out.extend_from_slice(&rest[d_off..]);
+        out.extend_from_slice(&rest[g.at..]);
     }
     out
 }
@@ -168,7 +170,7 @@ fn unpack_gpu(ty: GgmlType, gpu: &[u8], n_blocks: usize) -> Vec<u8> {
 fn repack_round_trips_every_type() {
     for ty in gpu_types() {
         let (block, _) = ty.block_geometry().unwrap();
-        for n_blocks in [1usize, 2, 7, 10] {
+        for n_blocks in [1usize, 2, 7, 8, 10, 17] {
             let data = random_blocks(ty, n_blocks, n_blocks as u64);
             let packed = repack_for_gpu(ty, &data);
             assert_eq!(
@@ -196,7 +198,7 @@ fn random_blocks_dequantize_to_finite_values() {
 }
 
 #[test]
-fn repack_pairs_misaligned_blocks() {
+fn repack_groups_misaligned_blocks() {
     for t in fixture() {
         let packed = repack_for_gpu(t.ty, &t.data);
         assert_eq!(packed.len() % 4, 0, "{}", t.ty);
@@ -236,13 +238,17 @@ fn the_type_table_is_consistent() {
             );
             // The WGSL names are GGML's, lower case.
             assert_eq!(g.wgsl, t.name.to_lowercase());
-            // Quantized blocks that do not fill whole words are paired, the others are not.
+            // Quantized blocks that do not fill whole words are grouped, the others are not.
             assert_eq!(
-                g.paired_scale.is_some(),
+                g.grouped_scale.is_some(),
                 t.block > 1 && t.bytes % 4 != 0,
-                "{}: pairing",
+                "{}: grouping",
                 t.name
             );
+            // Q6_K's groups start every block on 16 bytes (its 16-byte loads need them to).
+            if g.grouped_scale.is_some_and(|s| s.blocks == 8) {
+                assert_eq!((t.bytes - 2) % 16, 0, "{}: 16-byte bodies", t.name);
+            }
             assert!([8, 16, 32].contains(&g.decode_unit), "{}: unit", t.name);
         }
     }

@@ -2,7 +2,7 @@
 //! chunks that each fit one storage binding.
 
 use crate::gpu::Gpu;
-use crate::quant::{repack_for_gpu, GgmlType};
+use crate::quant::{gpu_bytes, repack_for_gpu, GgmlType};
 use crate::{Error, Result};
 
 /// A stacked expert tensor on the GPU (`[n_expert, rows, n_cols]`), split by whole experts into
@@ -51,13 +51,18 @@ impl GpuExperts {
                 )));
             }
         }
-        // Padded for paired layouts.
-        let expert_bytes = (per_tensor * tensors.len()) as u64 + 2 * row_bytes as u64;
-        let per_chunk = (budget / expert_bytes).min(n_expert as u64) as u32;
+        // The most experts whose GPU copy (padded to a whole group of blocks) fits the budget.
+        let elements = (rows_each as usize * tensors.len()) as u64 * n_cols as u64;
+        let gpu_size = |n: u64| gpu_bytes(ty, n * elements).unwrap_or(u64::MAX);
+        let mut per_chunk = (budget / gpu_size(1).max(1)).min(n_expert as u64);
+        while per_chunk < n_expert as u64 && gpu_size(per_chunk + 1) <= budget {
+            per_chunk += 1;
+        }
+        let per_chunk = per_chunk as u32;
         if per_chunk == 0 {
             return Err(Error::Limits {
                 what: format!("a storage binding for one expert of {name}"),
-                need: expert_bytes,
+                need: gpu_size(1),
                 have: budget,
             });
         }

@@ -96,7 +96,7 @@ fn mat_ref(
 }
 
 /// Columns to test a type at: multiples of its block, some giving rows an odd number of blocks
-/// (paired blocks then straddle rows).
+/// (grouped blocks then straddle rows).
 pub(super) fn cols_for(ty: GgmlType) -> [usize; 3] {
     if ty.block_geometry().unwrap().0 == 256 {
         [256, 768, 1280]
@@ -393,7 +393,7 @@ async fn matvec_glu_every_type() {
             (Activation::Silu, 34),
         ] {
             let cols = t.cols;
-            // [gate; up]: 2 n_ff rows (an even count keeps paired blocks aligned).
+            // [gate; up]: 2 n_ff rows.
             let (bytes, w) = tile(&t, 2 * n_ff, 1);
             let gw = weight(&gpu, t.ty, &bytes, 2 * n_ff, cols, &[]);
             let x = random_f32(9, cols, 1.0);

@@ -10,7 +10,7 @@ use crate::gpu::Gpu;
 use crate::kernels::moe::{self, Gating, GpuExperts, MoeBuffers, Routing};
 use crate::kernels::{Activation, MatvecShape, StepInfo};
 use crate::quant::random::random_weights;
-use crate::quant::{dequantize, GgmlType};
+use crate::quant::{dequantize, gpu_bytes, GgmlType};
 
 /// Logits on a grid of 1/4 in [-2, 2]: many exact ties.
 fn grid_logits(seed: u64, n: usize) -> Vec<f32> {
@@ -240,7 +240,7 @@ async fn run_moe(
         2.0 / (ff as f32).sqrt(),
     );
     let budget = |ty: GgmlType, rows: usize, cols: usize| match case.per_chunk {
-        Some(n) => n as u64 * (ty.bytes_for((rows * cols) as u64).unwrap() + 2 * 300),
+        Some(n) => gpu_bytes(ty, n as u64 * (rows * cols) as u64).unwrap(),
         None => u64::MAX,
     };
     let gate_up = GpuExperts::upload(
