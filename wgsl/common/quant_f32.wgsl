@@ -4,8 +4,9 @@
 //   const QK: u32                                  elements per block
 //   fn dequant8(b: u32, j: u32) -> array<vec4<f32>, 2>
 //       elements [8j, 8j + 8) of block b, blocks counted row-major over the binding.
-// Blocks whose GGUF size is not a multiple of 4 bytes are stored in pairs by the loader
-// (quant::repack_for_gpu): both f16 scales in one word, then the two blocks' other fields.
+// Blocks whose GGUF size is not a multiple of 4 bytes are stored in groups by the loader
+// (quant::repack_for_gpu): the group's f16 scales first, then its blocks' other fields; pairs,
+// but for Q6_K's groups of eight.
 
 const QK: u32 = 8u;
 
