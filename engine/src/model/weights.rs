@@ -196,8 +196,10 @@ impl<'s, S: TensorBytes<'s>> Loader<'_, 's, S> {
             let mut data = self.src.tensor_bytes(self.g, &t).await?;
             let row_bytes = t.n_bytes / rows as u64;
             let row_gpu = gpu_bytes(t.ty, cols as u64).unwrap_or(row_bytes).max(1);
-            // Pieces of a multiple of 8 rows keep every group of blocks (at most 8) inside one.
-            let max_rows = ((budget / row_gpu) as u32) & !7;
+            // Pieces of a multiple of the type's group of blocks in rows keep every group inside
+            // one piece.
+            let group = gpu_block_group(t.ty) as u32;
+            let max_rows = (budget / row_gpu) as u32 / group * group;
             if max_rows == 0 {
                 return Err(Error::Limits {
                     what: format!("a storage binding for one row of {name}"),

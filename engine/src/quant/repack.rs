@@ -16,9 +16,14 @@ fn scale_group(ty: GgmlType) -> Option<ScaleGroup> {
     ty.gpu()?.grouped_scale
 }
 
-/// Bytes of a group of `g` blocks of `bytes` each: the scales in whole words, then the bodies.
+/// Bytes of a group's f16 scales, in whole words: where its first block's body starts.
+fn scales_bytes(g: ScaleGroup) -> usize {
+    (2 * g.blocks).next_multiple_of(4)
+}
+
+/// Bytes of a group of `g` blocks of `bytes` each: the scales, then the bodies.
 fn group_bytes(g: ScaleGroup, bytes: u64) -> u64 {
-    (2 * g.blocks as u64).next_multiple_of(4) + g.blocks as u64 * (bytes - 2)
+    scales_bytes(g) as u64 + g.blocks as u64 * (bytes - 2)
 }
 
 /// Blocks a GPU layout keeps together: a piece of a weight that ends on a multiple of this many
@@ -48,7 +53,7 @@ pub fn repack_for_gpu(ty: GgmlType, data: &[u8]) -> Cow<'_, [u8]> {
     let (_, bs) = ty.block_geometry().expect("grouped types have a geometry");
     let gb = group_bytes(g, bs) as usize;
     let (bs, at) = (bs as usize, g.at);
-    let head = gb - g.blocks * (bs - 2);
+    let head = scales_bytes(g);
     let body = bs - 2;
     let n_blocks = data.len() / bs;
     let mut out = vec![0u8; n_blocks.div_ceil(g.blocks) * gb];
