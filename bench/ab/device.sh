@@ -68,6 +68,7 @@ for p in "${presets[@]}"; do
   done
 done
 for p in "${presets[@]}"; do
+  [ -s "$WORK/models/$p.gguf" ] || continue
   for b in "${names[@]}"; do
     [ "$(left)" -gt 20 ] || break
     md5=$(timeout 60 "$WORK/bin/$b" run -q -m "$WORK/models/$p.gguf" -p "The history of the city" -n 40 \
@@ -78,6 +79,7 @@ done
 if [ -n "${LLAMA:-}" ]; then
   unpack llama-bench "$LLAMA"
   for p in "${presets[@]}"; do
+    [ -s "$WORK/models/$p.gguf" ] || continue
     [ "$(left)" -gt 40 ] || { say "budget spent: llama-bench on $p skipped"; continue; }
     t=$(timeout "$(left)" "$WORK/bin/llama-bench" -m "$WORK/models/$p.gguf" "${llama_args[@]}" 2>&1 \
       | grep -E '^\| .*(tg|pp)[0-9]' | awk -F'|' '{gsub(/^ +| +$/, "", $8); gsub(/^ +| +$/, "", $9); print $8 ": " $9}' \
