@@ -1,8 +1,4 @@
-// tandem:include common/bits.wgsl
-// tandem:include common/mat_io.wgsl
-// tandem:include common/rms_fold.wgsl
-// tandem:include common/reduce.wgsl
-// tandem:include common/unit_dot.wgsl
+// tandem:include common/matvec_dots.wgsl
 // tandem:per-qtype
 // tandem:subgroups
 //
@@ -23,9 +19,6 @@ override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; set per adapter by kernels::matvec_rows
 override RPT: u32 = 1u;   // rows per thread group: 1, 2 or 4, dividing ROWS
 
-@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
-@group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
@@ -33,26 +26,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
     let row0 = (wg.x + wg.y * nwg.x) * ROWS + slot * RPT;
-    let bpr = p.n_cols / QK;
-    var acc = vec4<f32>(0.0);
-    if (row0 < p.n_rows) {
-        let last = p.n_rows - 1u;
-        for (var u = lane; u < p.n_cols / UNIT; u += threads) {
-            let xs = unit_x(u, 0u);
-            let b = u / (QK / UNIT);
-            for (var r = 0u; r < RPT; r++) {
-                acc[r] += unit_w_dot(min(row0 + r, last) * bpr + b, u, xs);
-            }
-        }
-    }
-    // The dot products and, with the prologue, the sum of x^2 (common/rms_fold.wgsl).
-    let sum = row_sum4(acc, inv, threads);
-    let ss = row_sum(x_ss, inv, threads);
-    let scale = rms_fold_scale(ss, p.n_cols, p.eps);
+    let sum = matvec_rows(row0, lane, threads, inv);
     for (var i = lane; i < RPT; i += threads) {
         let row = row0 + i;
         if (row < p.n_rows) {
-            store_out(0u, row, sum[i] * scale);
+            store_out(0u, row, sum[i]);
         }
     }
 }

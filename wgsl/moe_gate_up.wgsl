@@ -43,7 +43,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let j = wg.y;
     let xo = j / p.k * (p.n_cols / 4u);  // the route's token's row of x
     rms_row = xo;
-    let e = route_expert(j, wg.x, nwg.y, inv.lid);
+    let e = route_expert(j, wg.x, nwg.y, inv);
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
     var d = GluDots(vec4<f32>(0.0), vec4<f32>(0.0));
     if (mine && row0 < p.n_ff) {

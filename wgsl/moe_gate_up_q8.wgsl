@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let j = wg.y;
     x_token = j / p.k;
     rms_row = x_token * (p.n_cols / 4u);
-    let e = route_expert(j, wg.x, nwg.y, inv.lid);
+    let e = route_expert(j, wg.x, nwg.y, inv);
     let mine = e >= p.e0 && e < p.e0 + p.n_exp;
     let up = p.n_ff * (p.n_cols / QK);  // an expert's up rows follow its gate rows
     let gb0 = 2u * (e - p.e0) * up;

@@ -16,6 +16,10 @@ const MAX_E: u32 = 1024u;
 @group(0) @binding(3) var<uniform> p: RouteParams;
 @group(0) @binding(4) var<uniform> step: Step;
 
+fn logit_of(t: u32, e: u32) -> f32 {
+    return logits[t * p.n_expert + e];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let t = wg.x;

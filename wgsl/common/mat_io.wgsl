@@ -12,7 +12,13 @@ struct Params {
                     // (matvec; matvec_batch's NORM); bit 3: GELU-tanh (matvec_batch's GLU)
     rows_mode: u32, // 0: all tokens, 1: the output rows (see common/step.wgsl)
     eps: f32,       // RMSNorm epsilon (matvec's prologue)
+    // The router's shares (matvec_route.wgsl, common/route_share.wgsl; 0 elsewhere): experts,
+    // the slot the dispatch adds into and the slot it clears (words into the shares).
+    route_experts: u32,
+    route_at: u32,
+    route_clear: u32,
     _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;         // [n_rows, n_cols / QK] blocks
@@ -22,8 +28,9 @@ struct Params {
 @group(0) @binding(4) var<uniform> p: Params;
 @group(0) @binding(5) var<uniform> step: Step;
 
-// Writes output `row` of token t: v plus the bias (flags bit 0), added to y (bit 1).
-fn store_out(t: u32, row: u32, v: f32) {
+// Writes output `row` of token t: v plus the bias (flags bit 0), added to y (bit 1). Returns
+// what it wrote.
+fn store_out(t: u32, row: u32, v: f32) -> f32 {
     var r = v;
     if ((p.flags & 1u) != 0u) {
         r += bias[p.y_offset + row];
@@ -33,4 +40,5 @@ fn store_out(t: u32, row: u32, v: f32) {
         r += y[o];
     }
     y[o] = r;
+    return r;
 }

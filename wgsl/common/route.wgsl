@@ -12,8 +12,9 @@
 //       with flags bit 0, plus 1e-20 as transformers does).
 //   Then weights *= scale (expert_weights_scale, the routed scaling factor).
 // Ties: the lowest expert id wins. Chosen experts come out in descending score order.
-// Include-only; the includer has WG, MAX_E (the most experts it routes), `logits` and `bias`
-// (storage arrays of f32: [n_tokens, n_expert] and [n_expert] or unused).
+// Include-only; the includer has WG, MAX_E (the most experts it routes), `bias` (a storage
+// array of f32, [n_expert] or unused) and `fn logit_of(t: u32, e: u32) -> f32`, token t's router
+// logit for expert e.
 // Memory: 3 x MAX_E words + WG + MAX_G + 1 floats of workgroup memory.
 
 const MAX_G: u32 = 64u;
@@ -81,17 +82,16 @@ fn route_sum(v: f32, lid: u32) -> f32 {
 // Returns k. Call in uniform control flow (it holds barriers); chosen is visible on return.
 fn route_token(rp: RouteParams, t: u32, lid: u32) -> u32 {
     let ne = min(rp.n_expert, MAX_E);
-    let base = t * rp.n_expert;
     let use_bias = (rp.flags & 2u) != 0u;
     if (rp.gating == 0u) {
         for (var i = lid; i < ne; i += WG) {
-            let v = logits[base + i];
+            let v = logit_of(t, i);
             prob[i] = v;
             set_sel(i, v);
         }
     } else {
         for (var i = lid; i < ne; i += WG) {
-            let v = 1.0 / (1.0 + exp(-logits[base + i]));
+            let v = 1.0 / (1.0 + exp(-logit_of(t, i)));
             prob[i] = v;
             set_sel(i, select(v, v + bias[i], use_bias));
         }

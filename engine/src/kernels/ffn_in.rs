@@ -207,7 +207,7 @@ pub fn glu_small_with(
         flags: (norm.is_some() as u32) << 2 | ((act == Activation::GeluTanh) as u32) << 3,
         rows_mode: Rows::Tokens.mode(),
         eps: norm.map_or(0.0, |n| n.1),
-        _pad: 0,
+        ..Zeroable::zeroed()
     };
     let pbuf = gpu.uniform(&gate_up.name, &params);
     let b = &chunk.buffer;

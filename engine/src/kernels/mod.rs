@@ -39,8 +39,8 @@ pub use embed::embed;
 pub use ffn_in::{glu_small, glu_small_with, matvec_glu, matvec_glu_with, takes_glu_small};
 pub use glu::{glu, Activation};
 pub use mat::{
-    mat, q8_bytes, quantize_q8, small_q8_pays, small_q8_reads, takes_small_q8, GpuWeight, MatOpts,
-    WeightChunk,
+    mat, matvec_route, q8_bytes, quantize_q8, route_share_fits, route_slot_words, small_q8_pays,
+    small_q8_reads, takes_small_q8, GpuWeight, MatOpts, RouteShare, WeightChunk,
 };
 pub use norm::{rmsnorm, NormOpts};
 pub use rope::{rope_store, Heads, KvBuffers, KvType, RopeConfig};

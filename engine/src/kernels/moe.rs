@@ -13,7 +13,10 @@
 //!                              -> moe_down_batch -> moe_combine (+= x)                     6 dispatches
 //! ```
 //! (one expert dispatch more per extra weight chunk; see [`GpuExperts`]; layers of more than
-//! [`ROUTE_IN_GATE_UP_MAX`] experts keep moe_router before moe_gate_up).
+//! [`ROUTE_IN_GATE_UP_MAX`] experts keep moe_router before moe_gate_up). In a model's decode
+//! steps the router's product is usually not a dispatch of its own either: the attention output
+//! before it sums it as it writes x (`kernels::matvec_route`), and moe_gate_up routes from
+//! those shares (2 dispatches).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -114,15 +117,20 @@ struct GateUpParams {
     flags: u32,
     eps: f32,
     route: RouterParams,
+    share_at: u32,
+    _pad: [u32; 3],
 }
 
 /// Passes of up to [`PER_ROUTE_MAX`] tokens: `h[t k + j, :] = act(G_e x'[t]) * (U_e x'[t])` for
 /// each token's k routes, over the stacked gate/up experts (`rows` = 2 n_ff); x' = RMSNorm(x) *
 /// norm weights when `norm` is given. In decode steps over layers of at most
 /// [`ROUTE_IN_GATE_UP_MAX`] experts the kernel routes the token itself from `logits` and `bias`
-/// (what moe_router does) and writes `route` for moe_down; otherwise it reads `route`.
-/// `shape`: rows per workgroup and variant as for the matvec, or (`None`) the adapter's choice for
-/// the routes' rows, `n_ff k` of them ([`MatvecShape::for_matrix`]). One dispatch per chunk.
+/// (what moe_router does) and writes `route` for moe_down; otherwise it reads `route`. With
+/// `shares` (the shares buffer and the layer's slot, [`RouteShare`](super::mat::RouteShare)),
+/// those decode steps route from the router's shares that the attention output left, not
+/// `logits` (and take the norm's scale from x: `norm` must be given). `shape`: rows per
+/// workgroup and variant as for the matvec, or (`None`) the adapter's choice for the routes'
+/// rows, `n_ff k` of them ([`MatvecShape::for_matrix`]). One dispatch per chunk.
 #[allow(clippy::too_many_arguments)]
 pub fn gate_up(
     gpu: &Gpu,
@@ -130,6 +138,7 @@ pub fn gate_up(
     x: &wgpu::Buffer,
     h: &wgpu::Buffer,
     (logits, bias, route): (&wgpu::Buffer, Option<&wgpu::Buffer>, &wgpu::Buffer),
+    shares: Option<(&wgpu::Buffer, u32)>,
     dummy: &wgpu::Buffer,
     norm: Option<(&wgpu::Buffer, f32)>,
     r: &Routing,
@@ -138,6 +147,12 @@ pub fn gate_up(
 ) -> Result<Vec<Dispatch>> {
     let n_ff = ex.rows / 2;
     let self_route = r.routes_in_gate_up();
+    if shares.is_some() && !(self_route && norm.is_some()) {
+        return Err(Error::InvalidArgument(format!(
+            "{}: routing from the router's shares needs the decode routing and the norm prologue",
+            ex.name
+        )));
+    }
     check_experts(ex, r, 2 * n_ff, ex.n_cols)?;
     let mut out = Vec::new();
     for c in &ex.chunks {
@@ -153,9 +168,13 @@ pub fn gate_up(
             e0: c.e0,
             n_exp: c.n_exp,
             act: (act == Activation::GeluTanh) as u32,
-            flags: (norm.is_some() as u32) << 2 | (self_route as u32) << 3,
+            flags: (norm.is_some() as u32) << 2
+                | (self_route as u32) << 3
+                | (shares.is_some() as u32) << 4,
             eps: norm.map_or(0.0, |n| n.1),
             route: RouterParams::new(r, bias.is_some()),
+            share_at: shares.map_or(0, |s| s.1),
+            _pad: [0; 3],
         };
         let pbuf = gpu.uniform(&ex.name, &params);
         let k = r.k;
@@ -176,7 +195,7 @@ pub fn gate_up(
                     norm.map_or(dummy, |n| n.0),
                     &pbuf,
                     &c.buffer,
-                    logits,
+                    shares.map_or(logits, |s| s.0),
                     bias.unwrap_or(dummy),
                 ],
                 When::AtMost(PER_ROUTE_MAX),

@@ -329,6 +329,7 @@ impl Activations {
                     c.n_embd,
                     m.n_ff_exp,
                     opts.ubatch,
+                    c.n_layer,
                 )?),
                 None => None,
             },

@@ -25,16 +25,51 @@ pub(super) fn record_forward(
     opts: SessionOptions,
 ) -> Result<Vec<Dispatch>> {
     let mut r = Recorder::new(gpu, model, act, opts);
+    r.share_slots = share_slots(gpu, model);
     r.embed()?;
     for (il, (layer, kv)) in model.weights.layers.iter().zip(kv).enumerate() {
         r.attention_block(il as u32, layer, kv)?;
         match &layer.ffn {
             Ffn::Dense(f) => r.dense_ffn(layer, f)?,
-            Ffn::Moe(m) => r.moe_ffn(layer, m)?,
+            Ffn::Moe(m) => r.moe_ffn(il as u32, layer, m)?,
         }
     }
     r.output()?;
     Ok(r.d)
+}
+
+/// Each layer's slot of router shares where its router folds into the attention output's decode
+/// product ([`kernels::matvec_route`]: MoE layers routed in moe_gate_up's prologue, without a
+/// post-attention norm, whose router fits), numbered in order; `None` elsewhere, and everywhere
+/// when fewer than two layers fold (a folded layer clears the slot of the folded layer before it,
+/// so one alone would clear its own).
+fn share_slots(gpu: &Gpu, model: &Model) -> Vec<Option<u32>> {
+    let routes_in_gate_up = model
+        .config
+        .moe
+        .as_ref()
+        .is_some_and(|m| m.routing.routes_in_gate_up());
+    let folds = model.weights.layers.iter().map(|l| match &l.ffn {
+        Ffn::Moe(m) => {
+            routes_in_gate_up
+                && l.post_attn_norm.is_none()
+                && kernels::route_share_fits(gpu, &l.wo, &m.router, None)
+        }
+        Ffn::Dense(_) => false,
+    });
+    let mut n = 0;
+    let slots: Vec<Option<u32>> = folds
+        .map(|f| {
+            f.then(|| {
+                n += 1;
+                n - 1
+            })
+        })
+        .collect();
+    if n < 2 {
+        return vec![None; slots.len()];
+    }
+    slots
 }
 
 /// The MTP layer's pass (DeepSeek-V3's multi-token prediction, as llama.cpp's glm4moe runs it):
@@ -79,7 +114,7 @@ pub(super) fn record_mtp(
     r.attention_block(c.n_layer, &l.block, &m.kv)?;
     match &l.block.ffn {
         Ffn::Dense(f) => r.dense_ffn(&l.block, f)?,
-        Ffn::Moe(f) => r.moe_ffn(&l.block, f)?,
+        Ffn::Moe(f) => r.moe_ffn(c.n_layer, &l.block, f)?,
     }
     let head_norm = l.head_norm.as_ref().unwrap_or(&w.output_norm);
     let head = l
@@ -98,6 +133,8 @@ struct Recorder<'a> {
     a: &'a Activations,
     opts: SessionOptions,
     d: Vec<Dispatch>,
+    /// Each main layer's slot of router shares ([`share_slots`]); empty for the MTP layer's pass.
+    share_slots: Vec<Option<u32>>,
 }
 
 impl<'a> Recorder<'a> {
@@ -108,7 +145,18 @@ impl<'a> Recorder<'a> {
             a,
             opts,
             d: Vec::new(),
+            share_slots: Vec::new(),
         }
+    }
+
+    /// Layer il's slot of router shares and the slot it clears, in words, where its router folds
+    /// into its attention output ([`share_slots`]).
+    fn share_at(&self, il: u32) -> Option<(u32, u32)> {
+        let slot = (*self.share_slots.get(il as usize)?)?;
+        let n = self.share_slots.iter().flatten().count() as u32;
+        let mc = self.model.config.moe.as_ref()?;
+        let words = kernels::route_slot_words(mc.routing.n_expert);
+        Some((slot * words, (slot + n - 1) % n * words))
     }
 
     /// `x = embed_scale * token_embd[tokens]`.
@@ -125,7 +173,7 @@ impl<'a> Recorder<'a> {
     fn attention_block(&mut self, il: u32, l: &Layer, kv: &LayerKv) -> Result<()> {
         let (c, a) = (&self.model.config, self.a);
         let sliding = c.is_sliding(il);
-        self.normed_mat(&l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref(), None)?;
+        self.normed_mat(&l.wqkv, &l.attn_norm, &a.qkv, l.bqkv.as_ref(), None, true)?;
         let qk_norm = match (&l.q_norm, &l.k_norm) {
             (Some(qn), Some(kn)) => Some((qn, kn, c.rms_eps)),
             _ => None,
@@ -174,7 +222,29 @@ impl<'a> Recorder<'a> {
             },
         )?;
         self.d.extend(attention);
-        self.residual(&l.wo, &l.post_attn_norm, &a.attn)
+        match (self.share_at(il), &l.ffn, &a.moe) {
+            (Some((at, clear)), Ffn::Moe(m), Some(mb)) => {
+                // Decode steps add the router's shares as they write x; the others as usual.
+                let share = kernels::RouteShare {
+                    router: &m.router,
+                    norm: &l.ffn_norm,
+                    shares: &mb.shares,
+                    at,
+                    clear,
+                };
+                let d = kernels::matvec_route(
+                    self.gpu, &l.wo, &a.attn, &a.x, &a.step, &a.dummy, &share, None,
+                )?;
+                self.d.extend(d);
+                let batch = MatOpts {
+                    accumulate: true,
+                    when: When::Batch,
+                    ..Default::default()
+                };
+                self.mat(&l.wo, &a.attn, &a.x, &batch)
+            }
+            _ => self.residual(&l.wo, &l.post_attn_norm, &a.attn),
+        }
     }
 
     /// Dense FFN: `hidden = act(G x') * (U x')` with `x' = RMSNorm(x)`, then `x += D hidden`.
@@ -186,7 +256,7 @@ impl<'a> Recorder<'a> {
     /// Mixture of experts: router logits from `RMSNorm(x)`, then the routed experts on the GPU
     /// ([`moe::routed`]: top-k and weights, the k experts' gate/up and down, their weighted sum
     /// added to `x`), and the shared expert beside them.
-    fn moe_ffn(&mut self, l: &Layer, m: &MoeFfn) -> Result<()> {
+    fn moe_ffn(&mut self, il: u32, l: &Layer, m: &MoeFfn) -> Result<()> {
         let (c, a) = (&self.model.config, self.a);
         let (Some(mc), Some(mb)) = (&c.moe, &a.moe) else {
             return Err(Error::InvalidArgument(
@@ -199,7 +269,17 @@ impl<'a> Recorder<'a> {
             Some(sh) if !kernels::takes_glu_small(self.gpu, &sh.gate_up) => When::Batch,
             _ => When::MoreThan(moe::PER_ROUTE_MAX),
         };
-        self.normed_mat(&m.router, &l.ffn_norm, &mb.logits, None, Some(later_xn))?;
+        // Where the router folds into the attention output, decode steps route from its shares.
+        let share_at = self.share_at(il).map(|s| s.0);
+        let decode = share_at.is_none();
+        self.normed_mat(
+            &m.router,
+            &l.ffn_norm,
+            &mb.logits,
+            None,
+            Some(later_xn),
+            decode,
+        )?;
         // The shared expert's input side reads x (or xn), so it goes before anything adds to x.
         if let Some(sh) = &m.shared {
             self.ffn_in(l, sh, false)?;
@@ -215,6 +295,7 @@ impl<'a> Recorder<'a> {
             &a.xn,
             &a.x,
             mb,
+            share_at.map(|at| (&mb.shares, at)),
             &a.step,
             &a.dummy,
             c.activation,
@@ -361,6 +442,7 @@ impl<'a> Recorder<'a> {
     /// small-batch kernel's where the small passes take `w` on f32 x; quantized with the norm for
     /// the small passes on int8 x'; otherwise the norm into `xn`, then the product. `later_xn`:
     /// the batched passes (the long ones among them) in which later dispatches read xn too.
+    /// `decode`: whether decode passes take the product here at all.
     fn normed_mat(
         &mut self,
         w: &GpuWeight,
@@ -368,6 +450,7 @@ impl<'a> Recorder<'a> {
         y: &wgpu::Buffer,
         bias: Option<&wgpu::Buffer>,
         later_xn: Option<When>,
+        decode: bool,
     ) -> Result<()> {
         let (eps, a) = (self.model.config.rms_eps, self.a);
         let norm = Some((norm_w, eps));
@@ -378,7 +461,7 @@ impl<'a> Recorder<'a> {
         } else {
             &[When::Decode]
         };
-        for &when in fused {
+        for &when in fused.iter().filter(|&&w| decode || w != When::Decode) {
             let opts = MatOpts {
                 bias,
                 norm,

@@ -6,7 +6,7 @@ use super::{
     GpuExperts, MatvecShape, Routing, When,
 };
 use crate::gpu::Gpu;
-use crate::kernels::mat::to_f16;
+use crate::kernels::mat::{route_slot_words, to_f16};
 use crate::kernels::{Dispatch, Rows};
 use crate::{Error, Result};
 
@@ -20,10 +20,19 @@ pub struct MoeBuffers {
     pub h: wgpu::Buffer,      // [max_tokens * k, n_ff], f16 in prompt chunks on the matrix units
     pub xh: wgpu::Buffer,     // [max_tokens, n_embd] f16: those chunks' normalised x
     pub o: wgpu::Buffer,      // [max_tokens * k, n_embd]
+    /// The router's shares of decode steps, `share_slots` slots (kernels::mat::RouteShare).
+    pub shares: wgpu::Buffer,
 }
 
 impl MoeBuffers {
-    pub fn new(gpu: &Gpu, r: &Routing, n_embd: u32, n_ff: u32, max_tokens: u32) -> Result<Self> {
+    pub fn new(
+        gpu: &Gpu,
+        r: &Routing,
+        n_embd: u32,
+        n_ff: u32,
+        max_tokens: u32,
+        share_slots: u32,
+    ) -> Result<Self> {
         let t = max_tokens as u64;
         let slots = t * r.k as u64;
         let need = slots * n_embd.max(n_ff) as u64 * 4;
@@ -50,6 +59,10 @@ impl MoeBuffers {
                 },
             )?,
             o: gpu.storage("moe o", slots * n_embd as u64 * 4)?,
+            shares: gpu.storage(
+                "moe router shares",
+                share_slots as u64 * route_slot_words(r.n_expert) as u64 * 4,
+            )?,
         })
     }
 }
@@ -57,7 +70,8 @@ impl MoeBuffers {
 /// The routed part of one MoE FFN after the router logits are in `b.logits`: the decode kernels
 /// for passes of up to [`PER_ROUTE_MAX`] tokens (reading `x_dec`, with the norm prologue when
 /// `norm` is given), the batched kernels for longer ones (reading the normalised `x_batch`),
-/// accumulating into `residual`; the decode kernels in `shape` (as for [`gate_up`]). The one MoE
+/// accumulating into `residual`; the decode kernels in `shape` (as for [`gate_up`]), decode steps
+/// routed from the router's shares where `shares` gives them (as for [`gate_up`]). The one MoE
 /// dispatch order: the model's recipe (`model/recipe.rs`) and the kernel tests both record it
 /// through here.
 #[allow(clippy::too_many_arguments)]
@@ -72,6 +86,7 @@ pub fn routed(
     x_batch: &wgpu::Buffer,
     residual: &wgpu::Buffer,
     b: &MoeBuffers,
+    shares: Option<(&wgpu::Buffer, u32)>,
     step: &wgpu::Buffer,
     dummy: &wgpu::Buffer,
     act: Activation,
@@ -88,6 +103,7 @@ pub fn routed(
         x_dec,
         &b.h,
         (&b.logits, bias, &b.route),
+        shares,
         dummy,
         norm,
         r,

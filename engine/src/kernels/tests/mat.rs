@@ -836,7 +836,102 @@ async fn small_q8_reads_every_chunk_that_takes_it() {
     }
 }
 
+/// matvec_route (`kernels::matvec_route`): `y += W x` as the decode matvec, and each expert's
+/// router logit share `sum_i R[e, i] g_i y_i` summed into its slot as 52-bit fixed point, against
+/// f64 on the CPU; the slot it clears zeroed and a third left alone. Weights of a `_q8` type and
+/// not, in two chunks (the first ending in a partial workgroup), in workgroups of 4 to 16 rows
+/// (R g loaded ahead of the product), 1, 2 and 32 rows (loaded after it), and the adapter's.
+async fn matvec_route_adds_router_shares() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    let (rows, splits, ne) = (648usize, [392usize], 20usize);
+    let words = kernels::route_slot_words(ne as u32) as usize;
+    let shapes = matvec_shapes(&gpu, &[1, 2, 4, 8, 32])
+        .into_iter()
+        .map(Some)
+        .chain([None]);
+    for (i, shape) in shapes.enumerate() {
+        let ty = [GgmlType::F32, GgmlType::Q4K, GgmlType::Q6K, GgmlType::Q8_0][i % 4];
+        let cols = cols_for(ty)[1];
+        let (bytes, w) = random_weight(ty, rows, cols, 5 + i as u64);
+        let gw = weight(&gpu, ty, &bytes, rows, cols, &splits);
+        let r = random_f32(6, ne * rows, 0.5);
+        let router = weight(&gpu, GgmlType::F32, bytemuck::cast_slice(&r), ne, rows, &[]);
+        let g = random_f32(7, rows, 1.0);
+        let x = random_f32(8, cols, 1.0);
+        let y0 = random_f32(9, rows, 1.0);
+        let (xb, yb, gb) = (
+            upload(&gpu, "x", &x),
+            upload(&gpu, "y", &y0),
+            upload(&gpu, "g", &g),
+        );
+        // Slots: 0 to clear, 1 to add into (from a value already there), 2 another layer's.
+        let mut slots = vec![0x5a5a_5a5au32; 3 * words];
+        slots[words..2 * words].fill(0);
+        let start: Vec<f64> = (0..ne).map(|e| e as f64 - 7.25).collect();
+        for (e, v) in start.iter().enumerate() {
+            super::moe::add_share_ref(&mut slots[words..2 * words], e, ne, *v);
+        }
+        let shares = gpu
+            .storage_init("shares", bytemuck::cast_slice(&slots))
+            .unwrap();
+        let share = kernels::RouteShare {
+            router: &router,
+            norm: &gb,
+            shares: &shares,
+            at: words as u32,
+            clear: 0,
+        };
+        let name = match shape {
+            Some(s) => format!("{ty} rows/wg {} x {} int8 {}", s.rows, s.per_thread, s.int8),
+            None => format!("{ty} the adapter's shape"),
+        };
+        assert!(
+            kernels::route_share_fits(&gpu, &gw, &router, shape),
+            "{name}: fits"
+        );
+        let d = kernels::matvec_route(&gpu, &gw, &xb, &yb, &step, &dummy, &share, shape).unwrap();
+        assert_eq!(d.len(), 2, "{name}: a dispatch a chunk");
+        let s = StepInfo::new(1, 0, 1);
+        run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+        let got = read(&gpu, &yb, rows).await;
+        let read_shape = shape.unwrap_or_else(|| MatvecShape::for_adapter(&gpu));
+        let xr = x_read(&gpu, read_shape, ty, 1, &x);
+        let (want, mag) = mat_ref(&w, &xr, (1, rows, cols, rows), None, &y0, true);
+        assert_close("matvec_route", &name, &got, &want, NMSE_TOL, REL_TOL * mag);
+        let after: Vec<u32> = read(&gpu, &shares, 3 * words)
+            .await
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert!(
+            after[..words].iter().all(|&v| v == 0),
+            "{name}: slot cleared"
+        );
+        assert_eq!(
+            &after[2 * words..],
+            &slots[2 * words..],
+            "{name}: other slot"
+        );
+        for e in 0..ne {
+            let (mut want, mut mag) = (start[e], start[e].abs());
+            for i in 0..rows {
+                let v = r[e * rows + i] as f64 * g[i] as f64 * got[i] as f64;
+                want += v;
+                mag += v.abs();
+            }
+            let share = super::moe::share_value(&after[words..2 * words], e, ne);
+            assert!(
+                (share - want).abs() <= 1e-6 * mag,
+                "{name}: expert {e} share {share}, want {want} (magnitude {mag})"
+            );
+        }
+    }
+}
+
 super::gpu_tests!(
+    matvec_route_adds_router_shares,
     mat_every_type_and_shape,
     matvec_norm_prologue_and_output_rows,
     matvec_glu_every_type,

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::gpu::Gpu;
 use crate::kernels::moe::{self, Gating, GpuExperts, MoeBuffers, Routing};
-use crate::kernels::{Activation, MatvecShape, StepInfo};
+use crate::kernels::{route_slot_words, Activation, MatvecShape, StepInfo};
 use crate::quant::random::random_weights;
 use crate::quant::{dequantize, gpu_bytes, GgmlType};
 
@@ -18,6 +18,30 @@ fn grid_logits(seed: u64, n: usize) -> Vec<f32> {
         .iter()
         .map(|v| (v * 8.0).round() / 4.0)
         .collect()
+}
+
+/// Adds `v` to expert e's limbs in a slot of router shares of `ne` experts, as
+/// common/route_share.wgsl's add_share does.
+pub fn add_share_ref(slot: &mut [u32], e: usize, ne: usize, v: f64) {
+    let a = v.abs().min(268435456.0);
+    let hi = (a / 256.0).floor();
+    let r = (a - hi * 256.0) * 4096.0;
+    let mid = r.floor();
+    let lo = ((r - mid) * 1048576.0).floor();
+    let o = if v < 0.0 { 3 * ne } else { 0 } + e;
+    for (i, limb) in [lo, mid, hi].into_iter().enumerate() {
+        slot[o + i * ne] = slot[o + i * ne].wrapping_add(limb as u32);
+    }
+}
+
+/// The value of expert e's limbs in a slot of router shares of `ne` experts.
+pub fn share_value(slot: &[u32], e: usize, ne: usize) -> f64 {
+    let limbs = |o: usize| {
+        slot[o] as f64 / 4294967296.0
+            + slot[o + ne] as f64 / 4096.0
+            + slot[o + 2 * ne] as f64 * 256.0
+    };
+    limbs(e) - limbs(3 * ne + e)
 }
 
 fn better(v: f32, i: usize, w: f32, j: usize) -> bool {
@@ -289,7 +313,10 @@ async fn run_moe(
     let bias: Vec<f32> = grid_logits(seed + 6, ne).iter().map(|v| v / 4.0).collect();
     let resid0 = random_f32(seed + 7, n_tokens * emb, 1.0);
 
-    let b = MoeBuffers::new(&gpu, r, emb as u32, ff as u32, n_tokens as u32).unwrap();
+    // Decode steps also route from the router's shares (kernels::mat::RouteShare): the logits
+    // over the norm's scale, encoded in slot 1 as the attention output would have summed them.
+    let words = route_slot_words(r.n_expert) as usize;
+    let b = MoeBuffers::new(&gpu, r, emb as u32, ff as u32, n_tokens as u32, 2).unwrap();
     gpu.queue
         .write_buffer(&b.logits, 0, bytemuck::cast_slice(&logits));
     let (xb, xnb, nwb, bb) = (
@@ -298,27 +325,47 @@ async fn run_moe(
         upload(&gpu, "norm", &norm_w),
         upload(&gpu, "bias", &bias),
     );
+    let from_shares = n_tokens == 1 && r.routes_in_gate_up();
+    if from_shares {
+        let inv = 1.0 / (x.iter().map(|v| v * v).sum::<f32>() / emb as f32 + eps).sqrt();
+        let mut slots = vec![0u32; 2 * words];
+        slots[..words].fill(0xdead); // another layer's slot, not read
+        for (e, l) in logits.iter().enumerate() {
+            add_share_ref(&mut slots[words..], e, ne, (l / inv) as f64);
+        }
+        gpu.queue
+            .write_buffer(&b.shares, 0, bytemuck::cast_slice(&slots));
+    }
     let resid = upload(&gpu, "resid", &resid0);
-    let d = moe::routed(
-        &gpu,
-        r,
-        with_bias.then_some(&bb),
-        &gate_up,
-        &down,
-        &xb,
-        Some((&nwb, eps)),
-        &xnb,
-        &resid,
-        &b,
-        &step,
-        &dummy,
-        Activation::Silu,
-        shape,
-    )
-    .unwrap();
-    let s = StepInfo::new(n_tokens as u32, 0, 1);
-    run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
-    let got = read(&gpu, &resid, n_tokens * emb).await;
+    let mut got = Vec::new();
+    for shares in [None, Some((&b.shares, words as u32))] {
+        if shares.is_some() && !from_shares {
+            continue;
+        }
+        gpu.queue
+            .write_buffer(&resid, 0, bytemuck::cast_slice(&resid0));
+        let d = moe::routed(
+            &gpu,
+            r,
+            with_bias.then_some(&bb),
+            &gate_up,
+            &down,
+            &xb,
+            Some((&nwb, eps)),
+            &xnb,
+            &resid,
+            &b,
+            shares,
+            &step,
+            &dummy,
+            Activation::Silu,
+            shape,
+        )
+        .unwrap();
+        let s = StepInfo::new(n_tokens as u32, 0, 1);
+        run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+        got.push(read(&gpu, &resid, n_tokens * emb).await);
+    }
 
     let mut want = resid0.clone();
     for t in 0..n_tokens {
@@ -354,7 +401,10 @@ async fn run_moe(
     } else {
         (1e-9, 2e-4)
     };
-    assert_close("moe", &shape, &got, &want, nmse, rel * scale.max(1.0));
+    for (got, from) in got.iter().zip(["logits", "shares"]) {
+        let shape = format!("{shape} from {from}");
+        assert_close("moe", &shape, got, &want, nmse, rel * scale.max(1.0));
+    }
     if n_tokens > moe::PER_ROUTE_MAX as usize {
         // The token lists: every route slot once, grouped by expert, tokens ascending.
         let lists = read(

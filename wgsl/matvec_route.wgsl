@@ -1,0 +1,24 @@
+// tandem:include common/matvec_dots.wgsl
+// tandem:include common/route_share.wgsl
+// tandem:per-qtype
+// tandem:subgroups
+//
+// matvec.wgsl (read it first) over the attention output of a MoE layer in decode steps:
+// x += W attn, then each workgroup adds its rows' shares of the router's product to the layer's
+// slot of shares (common/route_share.wgsl), from which moe_gate_up routes the token.
+
+override WG: u32 = 256u;
+override ROWS: u32 = 4u;
+override RPT: u32 = 1u;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        inv: Invocation) {
+    let threads = WG * RPT / ROWS;
+    let slot = inv.lid / threads;
+    let lane = inv.lid % threads;
+    let wg_row0 = (wg.x + wg.y * nwg.x) * ROWS;
+    load_shares_ahead(wg_row0, inv.lid);
+    let sum = matvec_rows(wg_row0 + slot * RPT, lane, threads, inv);
+    store_with_shares(sum, wg_row0, slot, lane, wg.x + wg.y == 0u, inv.lid);
+}
