@@ -847,7 +847,7 @@ async fn matvec_route_adds_router_shares() {
     let dummy = gpu.storage("dummy", 4).unwrap();
     let (rows, splits, ne) = (648usize, [392usize], 20usize);
     let words = kernels::route_slot_words(ne as u32) as usize;
-    let shapes = matvec_shapes(&gpu, &[1, 2, 4, 8, 32])
+    let shapes = matvec_shapes(&gpu, &[1, 2, 4, 8, 16, 32])
         .into_iter()
         .map(Some)
         .chain([None]);
