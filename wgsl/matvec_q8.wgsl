@@ -19,7 +19,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let slot = inv.lid / threads;
     let lane = inv.lid % threads;
     let row0 = (wg.x + wg.y * nwg.x) * ROWS + slot * RPT;
-    let sum = matvec_q8_rows(row0, lane, threads, inv);
+    let sum = decode_rows(row0, lane, threads, inv);
     for (var i = lane; i < RPT; i += threads) {
         let row = row0 + i;
         if (row < p.n_rows) {

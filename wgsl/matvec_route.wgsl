@@ -14,11 +14,5 @@ override RPT: u32 = 1u;
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         inv: Invocation) {
-    let threads = WG * RPT / ROWS;
-    let slot = inv.lid / threads;
-    let lane = inv.lid % threads;
-    let wg_row0 = (wg.x + wg.y * nwg.x) * ROWS;
-    load_shares_ahead(wg_row0, inv.lid);
-    let sum = matvec_rows(wg_row0 + slot * RPT, lane, threads, inv);
-    store_with_shares(sum, wg_row0, slot, lane, wg.x + wg.y == 0u, inv.lid);
+    product_with_shares(wg.x + wg.y * nwg.x, inv);
 }

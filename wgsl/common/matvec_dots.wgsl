@@ -13,7 +13,7 @@
 // The RPT rows row0 .. of the invocation's group (`lane` of `threads`), dotted with x' and scaled
 // by the norm prologue's s, in every invocation of the group. Every invocation calls it, in
 // uniform control flow.
-fn matvec_rows(row0: u32, lane: u32, threads: u32, inv: Invocation) -> vec4<f32> {
+fn decode_rows(row0: u32, lane: u32, threads: u32, inv: Invocation) -> vec4<f32> {
     let bpr = p.n_cols / QK;
     var acc = vec4<f32>(0.0);
     if (row0 < p.n_rows) {

@@ -8,13 +8,13 @@
 // point) in u32 atomics: each share's magnitude split into three limbs of 20 bits (value = hi 2^8
 // + mid 2^-12 + lo 2^-32), added to the limbs of its sign. Integer sums do not depend on the
 // order the workgroups finish in, so the logits are deterministic, and a limb's sum of up to
-// 4096 shares stays below 2^32 (kernels::mat::ROUTE_SHARE_MAX_WORKGROUPS). A slot of shares is
+// 4096 shares stays below 2^32 (kernels::route_share::ROUTE_SHARE_MAX_WORKGROUPS). A slot of shares is
 // 6 n_expert words: limb l of sign s (0: +, 1: -) of expert e at (3 s + l) n_expert + e.
 // Slots rotate over the folded layers: layer j adds into slot j, and its workgroup 0 clears the
 // slot of the folded layer before it (whose moe_gate_up has read it), so each slot is zero
-// again before its layer's next step (kernels::mat::RouteShare).
-// Include-only; the includer has WG, ROWS, `p` (common/mat_io.wgsl) and `norm_w` (binding 6,
-// here g).
+// again before its layer's next step (kernels::RouteShare).
+// Include-only; the includer has WG, ROWS, RPT, `p` (common/mat_io.wgsl), `norm_w` (binding 6,
+// here g) and the decode row pass `decode_rows` (common/matvec_dots.wgsl or its `_q8` twin).
 
 @group(0) @binding(8) var<storage, read> router: array<vec4<f32>>;          // [n_expert, y_stride]
 @group(0) @binding(9) var<storage, read_write> shares: array<atomic<u32>>;  // slots of 6 n_expert
@@ -130,4 +130,17 @@ fn store_with_shares(sum: vec4<f32>, row0: u32, slot: u32, lane: u32, first: boo
             atomicStore(&shares[p.route_clear + i], 0u);
         }
     }
+}
+
+// The route kernels' whole work for workgroup `wgi` (matvec.wgsl's split): R g loaded ahead, the
+// row pass, the rows stored and the shares added. Every invocation calls it, in uniform control
+// flow.
+fn product_with_shares(wgi: u32, inv: Invocation) {
+    let threads = WG * RPT / ROWS;
+    let slot = inv.lid / threads;
+    let lane = inv.lid % threads;
+    let row0 = wgi * ROWS;
+    load_shares_ahead(row0, inv.lid);
+    let sum = decode_rows(row0 + slot * RPT, lane, threads, inv);
+    store_with_shares(sum, row0, slot, lane, wgi == 0u, inv.lid);
 }

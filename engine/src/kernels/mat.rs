@@ -12,6 +12,7 @@ use super::dispatch::{
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::shape::MatvecShape;
+#[cfg(test)]
 use super::shape::MATVEC_WG;
 use crate::gpu::{Binding, Gpu};
 use crate::quant::GgmlType;
@@ -65,21 +66,6 @@ pub(super) const MAT_LAYOUT: &[Binding] = &[
     Binding::Read,
 ];
 
-/// [`matvec_route`]'s bindings: [`MAT_LAYOUT`]'s, binding 8 the router's weights and 9 the
-/// shares.
-const MAT_ROUTE_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Read,
-    Binding::Uniform,
-    Binding::Uniform,
-    Binding::Read,
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-];
-
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 pub(super) struct MatParams {
@@ -90,7 +76,7 @@ pub(super) struct MatParams {
     pub(super) flags: u32,
     pub(super) rows_mode: u32,
     pub(super) eps: f32,
-    /// [`matvec_route`]'s: the router's experts, the slot it adds into, the slot it clears.
+    /// [`matvec_route`](super::route_share::matvec_route)'s: the router's experts, the slot it adds into, the slot it clears.
     pub(super) route_experts: u32,
     pub(super) route_at: u32,
     pub(super) route_clear: u32,
@@ -149,20 +135,6 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         unused: &[6],
         uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
         constants: &[("WG", MATVEC_WG), ("TOKENS", SMALL_TOKENS[2])],
-    },
-    KernelBinds {
-        stem: "matvec_route",
-        layout: MAT_ROUTE_LAYOUT,
-        unused: &[],
-        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
-        constants: &[("WG", MATVEC_WG)],
-    },
-    KernelBinds {
-        stem: "matvec_route_q8",
-        layout: MAT_ROUTE_LAYOUT,
-        unused: &[],
-        uniforms: &[(4, size_of::<MatParams>()), (5, size_of::<StepUniform>())],
-        constants: &[("WG", MATVEC_WG)],
     },
     KernelBinds {
         stem: "to_f16",
@@ -422,148 +394,6 @@ pub fn mat(
     Ok(out)
 }
 
-/// Most workgroups whose router shares one slot may sum (common/route_share.wgsl: a limb's
-/// sum stays below 2^32).
-const ROUTE_SHARE_MAX_WORKGROUPS: u32 = 4096;
-
-/// The router's product folded into a MoE layer's attention output ([`matvec_route`]): `router`
-/// (`[n_expert, n_embd]`, F32) and the FFN norm's weights `norm`, read by the product's epilogue,
-/// which adds each workgroup's shares of the logits into slot `at` of `shares` and clears slot
-/// `clear` (the folded layer before it, whose moe_gate_up has read it); moe_gate_up then routes
-/// the decode step from slot `at` ([`moe::gate_up`](super::moe::gate_up)). Slots are
-/// [`route_slot_words`] long; `shares` starts zeroed.
-#[derive(Clone, Copy)]
-pub struct RouteShare<'a> {
-    pub router: &'a GpuWeight,
-    pub norm: &'a wgpu::Buffer,
-    pub shares: &'a wgpu::Buffer,
-    pub at: u32,
-    pub clear: u32,
-}
-
-/// Words of one slot of router shares for `n_expert` experts (common/route_share.wgsl).
-pub fn route_slot_words(n_expert: u32) -> u32 {
-    6 * n_expert
-}
-
-/// Whether the router `router` can fold into the decode product over `w` ([`matvec_route`]) in
-/// `shape` (`None`: the adapter's choice): one F32 chunk as wide as `w`'s output, `w`'s chunks
-/// starting on whole vec4s of it, and their decode workgroups at most [`MATVEC_WG`] rows each
-/// and [`ROUTE_SHARE_MAX_WORKGROUPS`] in all.
-pub fn route_share_fits(
-    gpu: &Gpu,
-    w: &GpuWeight,
-    router: &GpuWeight,
-    shape: Option<MatvecShape>,
-) -> bool {
-    let one_f32 = matches!(router.chunks.as_slice(), [c] if c.ty == GgmlType::F32);
-    one_f32
-        && router.n_cols == w.n_rows
-        && w.n_rows.is_multiple_of(4)
-        && w.chunks.iter().all(|c| {
-            let rows = route_shape(gpu, w, c, shape).workgroup_rows();
-            c.row0.is_multiple_of(4)
-                && rows <= MATVEC_WG
-                && c.n_rows.div_ceil(rows) <= ROUTE_SHARE_MAX_WORKGROUPS
-        })
-}
-
-/// The decode shape of chunk `c` of `w`: `shape`, or the adapter's choice.
-fn route_shape(
-    gpu: &Gpu,
-    w: &GpuWeight,
-    c: &WeightChunk,
-    shape: Option<MatvecShape>,
-) -> MatvecShape {
-    shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, c.n_rows, w.n_cols, c.ty))
-}
-
-/// Decode steps' `y += W x` with the router's shares in the epilogue (matvec_route.wgsl): the
-/// attention output of a MoE layer whose router `share` folds in ([`route_share_fits`]), in
-/// `shape` as for [`mat`]'s decode. Only for passes of one token; the others take [`mat`]. One
-/// dispatch per weight chunk.
-#[allow(clippy::too_many_arguments)]
-pub fn matvec_route(
-    gpu: &Gpu,
-    w: &GpuWeight,
-    x: &wgpu::Buffer,
-    y: &wgpu::Buffer,
-    step: &wgpu::Buffer,
-    dummy: &wgpu::Buffer,
-    share: &RouteShare,
-    shape: Option<MatvecShape>,
-) -> Result<Vec<Dispatch>> {
-    check_cols(w)?;
-    if !route_share_fits(gpu, w, share.router, shape) {
-        return Err(crate::Error::InvalidArgument(format!(
-            "{}: the router {} does not fold into it",
-            w.name, share.router.name
-        )));
-    }
-    let n_expert = share.router.n_rows;
-    let opts = MatOpts {
-        accumulate: true,
-        when: When::Decode,
-        ..Default::default()
-    };
-    let mut out = Vec::new();
-    for chunk in &w.chunks {
-        let shape = route_shape(gpu, w, chunk, shape);
-        let rows = shape.workgroup_rows();
-        let key = shape.rows_key(
-            gpu,
-            shape.kernel("matvec_route", chunk.ty)?,
-            MAT_ROUTE_LAYOUT,
-        )?;
-        let params = MatParams {
-            n_rows: chunk.n_rows,
-            n_cols: w.n_cols,
-            y_stride: w.n_rows,
-            y_offset: chunk.row0,
-            flags: 2,
-            rows_mode: Rows::Tokens.mode(),
-            route_experts: n_expert,
-            route_at: share.at,
-            route_clear: share.clear,
-            ..Zeroable::zeroed()
-        };
-        let pbuf = gpu.uniform(&w.name, &params);
-        let router = &share.router.chunks[0].buffer;
-        let n_rows = chunk.n_rows;
-        let cost = mat_cost_rule(chunk, w.n_cols, &opts);
-        let router_bytes = router.size() * chunk.n_rows as u64 / w.n_rows as u64;
-        out.push(
-            Dispatch::one(
-                gpu,
-                &w.name,
-                &key,
-                &[
-                    &chunk.buffer,
-                    x,
-                    y,
-                    dummy,
-                    &pbuf,
-                    step,
-                    share.norm,
-                    &chunk.buffer,
-                    router,
-                    share.shares,
-                ],
-                When::Decode,
-                move |_| grid_2d(n_rows.div_ceil(rows)),
-            )?
-            .costs(move |s| {
-                let c = cost(s);
-                Cost {
-                    bytes: c.bytes + router_bytes as f64,
-                    ..c
-                }
-            }),
-        );
-    }
-    Ok(out)
-}
-
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
 struct ToF16Params {
@@ -685,7 +515,7 @@ pub(crate) fn mat_cost(
 }
 
 /// [`mat_cost`] of `mat`'s dispatch over `chunk` in each pass (the rows `opts.rows` takes).
-fn mat_cost_rule(chunk: &WeightChunk, n_cols: u32, opts: &MatOpts) -> CostRule {
+pub(super) fn mat_cost_rule(chunk: &WeightChunk, n_cols: u32, opts: &MatOpts) -> CostRule {
     let (bytes, n_rows, rows) = (chunk.buffer.size(), chunk.n_rows, opts.rows);
     let per_token = n_cols + if opts.accumulate { n_rows } else { 0 };
     let fixed = opts.bias.map_or(0, |_| n_rows) + opts.norm.map_or(0, |_| n_cols);

@@ -20,6 +20,7 @@ pub mod mat;
 pub mod moe;
 pub mod norm;
 pub mod rope;
+pub mod route_share;
 pub mod sample;
 pub mod shape;
 pub mod stream;
@@ -39,11 +40,12 @@ pub use embed::embed;
 pub use ffn_in::{glu_small, glu_small_with, matvec_glu, matvec_glu_with, takes_glu_small};
 pub use glu::{glu, Activation};
 pub use mat::{
-    mat, matvec_route, q8_bytes, quantize_q8, route_share_fits, route_slot_words, small_q8_pays,
-    small_q8_reads, takes_small_q8, GpuWeight, MatOpts, RouteShare, WeightChunk,
+    mat, q8_bytes, quantize_q8, small_q8_pays, small_q8_reads, takes_small_q8, GpuWeight, MatOpts,
+    WeightChunk,
 };
 pub use norm::{rmsnorm, NormOpts};
 pub use rope::{rope_store, Heads, KvBuffers, KvType, RopeConfig};
+pub use route_share::{matvec_route, route_share_fits, route_slot_words, RouteShare};
 pub use sample::{sample, SampleKernels};
 pub use shape::{decode_unit, matvec_rows, subgroups_fit, MatvecShape};
 pub use stream::{stream_read, stream_read_bandwidth};
@@ -58,6 +60,7 @@ pub(crate) use dispatch::{f32s, grid_2d, key, qtype_suffix, IN2_OUT_LAYOUT, IN_O
 #[cfg(test)]
 pub(crate) const BINDS: &[&[KernelBinds]] = &[
     mat::BINDS,
+    route_share::BINDS,
     ffn_in::BINDS,
     glu::BINDS,
     embed::BINDS,

@@ -126,7 +126,7 @@ struct GateUpParams {
 /// norm weights when `norm` is given. In decode steps over layers of at most
 /// [`ROUTE_IN_GATE_UP_MAX`] experts the kernel routes the token itself from `logits` and `bias`
 /// (what moe_router does) and writes `route` for moe_down; otherwise it reads `route`. With
-/// `shares` (the shares buffer and the layer's slot, [`RouteShare`](super::mat::RouteShare)),
+/// `shares` (the shares buffer and the layer's slot, [`RouteShare`](super::route_share::RouteShare)),
 /// those decode steps route from the router's shares that the attention output left, not
 /// `logits` (and take the norm's scale from x: `norm` must be given). `shape`: rows per
 /// workgroup and variant as for the matvec, or (`None`) the adapter's choice for the routes'

@@ -337,3 +337,37 @@ impl Activations {
         Ok((act, max_out))
     }
 }
+
+/// Each layer's slot of router shares where its router folds into the attention output's decode
+/// product ([`kernels::matvec_route`]: MoE layers routed in moe_gate_up's prologue, without a
+/// post-attention norm, whose router fits), numbered in order; `None` elsewhere, and everywhere
+/// when fewer than two layers fold (a folded layer clears the previous folded layer's slot, so
+/// one alone would clear its own). The session's MoE buffers hold a slot a layer.
+pub(super) fn share_slots(gpu: &Gpu, model: &Model) -> Vec<Option<u32>> {
+    let routes_in_gate_up = model
+        .config
+        .moe
+        .as_ref()
+        .is_some_and(|m| m.routing.routes_in_gate_up());
+    let folds = model.weights.layers.iter().map(|l| match &l.ffn {
+        Ffn::Moe(m) => {
+            routes_in_gate_up
+                && l.post_attn_norm.is_none()
+                && kernels::route_share_fits(gpu, &l.wo, &m.router, None)
+        }
+        Ffn::Dense(_) => false,
+    });
+    let mut n = 0;
+    let slots: Vec<Option<u32>> = folds
+        .map(|f| {
+            f.then(|| {
+                n += 1;
+                n - 1
+            })
+        })
+        .collect();
+    if n < 2 {
+        return vec![None; slots.len()];
+    }
+    slots
+}

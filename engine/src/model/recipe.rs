@@ -12,7 +12,7 @@ use crate::kernels::{
 };
 use crate::{Error, Result};
 
-use super::plan::{kv_positions, Activations, LayerKv, MtpBuffers, SessionOptions};
+use super::plan::{kv_positions, share_slots, Activations, LayerKv, MtpBuffers, SessionOptions};
 use super::{DenseFfn, Ffn, Layer, Model, MoeFfn};
 
 /// The forward pass of `model` over the session's activations and KV cache, as a list of
@@ -36,40 +36,6 @@ pub(super) fn record_forward(
     }
     r.output()?;
     Ok(r.d)
-}
-
-/// Each layer's slot of router shares where its router folds into the attention output's decode
-/// product ([`kernels::matvec_route`]: MoE layers routed in moe_gate_up's prologue, without a
-/// post-attention norm, whose router fits), numbered in order; `None` elsewhere, and everywhere
-/// when fewer than two layers fold (a folded layer clears the slot of the folded layer before it,
-/// so one alone would clear its own).
-fn share_slots(gpu: &Gpu, model: &Model) -> Vec<Option<u32>> {
-    let routes_in_gate_up = model
-        .config
-        .moe
-        .as_ref()
-        .is_some_and(|m| m.routing.routes_in_gate_up());
-    let folds = model.weights.layers.iter().map(|l| match &l.ffn {
-        Ffn::Moe(m) => {
-            routes_in_gate_up
-                && l.post_attn_norm.is_none()
-                && kernels::route_share_fits(gpu, &l.wo, &m.router, None)
-        }
-        Ffn::Dense(_) => false,
-    });
-    let mut n = 0;
-    let slots: Vec<Option<u32>> = folds
-        .map(|f| {
-            f.then(|| {
-                n += 1;
-                n - 1
-            })
-        })
-        .collect();
-    if n < 2 {
-        return vec![None; slots.len()];
-    }
-    slots
 }
 
 /// The MTP layer's pass (DeepSeek-V3's multi-token prediction, as llama.cpp's glm4moe runs it):

@@ -6,7 +6,8 @@ use super::{
     GpuExperts, MatvecShape, Routing, When,
 };
 use crate::gpu::Gpu;
-use crate::kernels::mat::{route_slot_words, to_f16};
+use crate::kernels::mat::to_f16;
+use crate::kernels::route_slot_words;
 use crate::kernels::{Dispatch, Rows};
 use crate::{Error, Result};
 
@@ -20,7 +21,7 @@ pub struct MoeBuffers {
     pub h: wgpu::Buffer,      // [max_tokens * k, n_ff], f16 in prompt chunks on the matrix units
     pub xh: wgpu::Buffer,     // [max_tokens, n_embd] f16: those chunks' normalised x
     pub o: wgpu::Buffer,      // [max_tokens * k, n_embd]
-    /// The router's shares of decode steps, `share_slots` slots (kernels::mat::RouteShare).
+    /// The router's shares of decode steps, `share_slots` slots (kernels::RouteShare).
     pub shares: wgpu::Buffer,
 }
 

@@ -313,7 +313,7 @@ async fn run_moe(
     let bias: Vec<f32> = grid_logits(seed + 6, ne).iter().map(|v| v / 4.0).collect();
     let resid0 = random_f32(seed + 7, n_tokens * emb, 1.0);
 
-    // Decode steps also route from the router's shares (kernels::mat::RouteShare): the logits
+    // Decode steps also route from the router's shares (kernels::RouteShare): the logits
     // over the norm's scale, encoded in slot 1 as the attention output would have summed them.
     let words = route_slot_words(r.n_expert) as usize;
     let b = MoeBuffers::new(&gpu, r, emb as u32, ff as u32, n_tokens as u32, 2).unwrap();
