@@ -26,6 +26,26 @@ pub enum Binding {
     Uniform,
 }
 
+/// The layout `base` followed by `extra` (`N`: their lengths together), for a kernel that binds
+/// what another does and more.
+pub const fn layout_with<const N: usize>(base: &[Binding], extra: &[Binding]) -> [Binding; N] {
+    assert!(
+        base.len() + extra.len() == N,
+        "N is the two layouts' lengths together"
+    );
+    let mut out = [Binding::Read; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < base.len() {
+            base[i]
+        } else {
+            extra[i - base.len()]
+        };
+        i += 1;
+    }
+    out
+}
+
 /// Optional adapter capabilities that select faster kernel variants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuFeatures {

@@ -83,6 +83,25 @@ pub(super) struct MatParams {
     pub(super) _pad: [u32; 2],
 }
 
+impl MatParams {
+    /// The parameters of the products over chunk `chunk` of `w` with `opts` (`mat`'s, and the
+    /// route kernels' before their own fields).
+    pub(super) fn of_chunk(w: &GpuWeight, chunk: &WeightChunk, opts: &MatOpts) -> MatParams {
+        MatParams {
+            n_rows: chunk.n_rows,
+            n_cols: w.n_cols,
+            y_stride: opts.y_stride.unwrap_or(w.n_rows),
+            y_offset: chunk.row0,
+            flags: opts.bias.is_some() as u32
+                | (opts.accumulate as u32) << 1
+                | (opts.norm.is_some() as u32) << 2,
+            rows_mode: opts.rows.mode(),
+            eps: opts.norm.map_or(0.0, |n| n.1),
+            ..Zeroable::zeroed()
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) const BINDS: &[KernelBinds] = &[
     KernelBinds {
@@ -332,19 +351,7 @@ pub fn mat(
         };
         let (matmul, matmul_tokens) = matmul_kernel(gpu, coop);
         let matmul = gpu.pipeline(&key(format!("{matmul}_{q}"), MAT_LAYOUT))?;
-        let params = MatParams {
-            n_rows: chunk.n_rows,
-            n_cols: w.n_cols,
-            y_stride: opts.y_stride.unwrap_or(w.n_rows),
-            y_offset: chunk.row0,
-            flags: opts.bias.is_some() as u32
-                | (opts.accumulate as u32) << 1
-                | (opts.norm.is_some() as u32) << 2,
-            rows_mode: opts.rows.mode(),
-            eps: opts.norm.map_or(0.0, |n| n.1),
-            ..Zeroable::zeroed()
-        };
-        let pbuf = gpu.uniform(&w.name, &params);
+        let pbuf = gpu.uniform(&w.name, &MatParams::of_chunk(w, chunk, opts));
         let bind_group = gpu.bind_group(
             MAT_LAYOUT,
             &[

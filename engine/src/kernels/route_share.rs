@@ -3,31 +3,20 @@
 //! workgroup's shares of the router's logits into integer atomics as it writes x, and
 //! moe_gate_up routes from them, so the step has no router dispatch.
 
-use bytemuck::Zeroable;
-
-use super::dispatch::{grid_2d, Cost, Dispatch, Rows, When};
+use super::dispatch::{grid_2d, Cost, Dispatch, When};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
-use super::mat::{check_cols, mat_cost_rule, GpuWeight, MatOpts, MatParams, WeightChunk};
+use super::mat::{
+    check_cols, mat_cost_rule, GpuWeight, MatOpts, MatParams, WeightChunk, MAT_LAYOUT,
+};
 use super::shape::{MatvecShape, MATVEC_WG};
-use crate::gpu::{Binding, Gpu};
+use crate::gpu::{layout_with, Binding, Gpu};
 use crate::quant::GgmlType;
 use crate::Result;
 
-/// [`matvec_route`]'s bindings: the matrix products' (`mat::MAT_LAYOUT`), binding 8 the
-/// router's weights and 9 the shares.
-const MAT_ROUTE_LAYOUT: &[Binding] = &[
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-    Binding::Read,
-    Binding::Uniform,
-    Binding::Uniform,
-    Binding::Read,
-    Binding::Read,
-    Binding::Read,
-    Binding::ReadWrite,
-];
+/// [`matvec_route`]'s bindings: the matrix products' (`mat::MAT_LAYOUT`; binding 8 the router's
+/// weights), then 9 the shares.
+const MAT_ROUTE_LAYOUT: &[Binding] = &layout_with::<10>(MAT_LAYOUT, &[Binding::ReadWrite]);
 
 #[cfg(test)]
 pub(crate) const BINDS: &[KernelBinds] = &[
@@ -141,16 +130,10 @@ pub fn matvec_route(
             MAT_ROUTE_LAYOUT,
         )?;
         let params = MatParams {
-            n_rows: chunk.n_rows,
-            n_cols: w.n_cols,
-            y_stride: w.n_rows,
-            y_offset: chunk.row0,
-            flags: 2,
-            rows_mode: Rows::Tokens.mode(),
             route_experts: n_expert,
             route_at: share.at,
             route_clear: share.clear,
-            ..Zeroable::zeroed()
+            ..MatParams::of_chunk(w, chunk, &opts)
         };
         let pbuf = gpu.uniform(&w.name, &params);
         let router = &share.router.chunks[0].buffer;

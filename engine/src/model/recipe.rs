@@ -261,7 +261,7 @@ impl<'a> Recorder<'a> {
             &a.xn,
             &a.x,
             mb,
-            share_at.map(|at| (&mb.shares, at)),
+            share_at,
             &a.step,
             &a.dummy,
             c.activation,

@@ -72,7 +72,8 @@ impl MoeBuffers {
 /// for passes of up to [`PER_ROUTE_MAX`] tokens (reading `x_dec`, with the norm prologue when
 /// `norm` is given), the batched kernels for longer ones (reading the normalised `x_batch`),
 /// accumulating into `residual`; the decode kernels in `shape` (as for [`gate_up`]), decode steps
-/// routed from the router's shares where `shares` gives them (as for [`gate_up`]). The one MoE
+/// routed from the router's shares in `b.shares` at the slot `share_at` where given (as for
+/// [`gate_up`]). The one MoE
 /// dispatch order: the model's recipe (`model/recipe.rs`) and the kernel tests both record it
 /// through here.
 #[allow(clippy::too_many_arguments)]
@@ -87,7 +88,7 @@ pub fn routed(
     x_batch: &wgpu::Buffer,
     residual: &wgpu::Buffer,
     b: &MoeBuffers,
-    shares: Option<(&wgpu::Buffer, u32)>,
+    share_at: Option<u32>,
     step: &wgpu::Buffer,
     dummy: &wgpu::Buffer,
     act: Activation,
@@ -104,7 +105,7 @@ pub fn routed(
         x_dec,
         &b.h,
         (&b.logits, bias, &b.route),
-        shares,
+        share_at.map(|at| (&b.shares, at)),
         dummy,
         norm,
         r,

@@ -338,7 +338,7 @@ async fn run_moe(
     }
     let resid = upload(&gpu, "resid", &resid0);
     let mut got = Vec::new();
-    for shares in [None, Some((&b.shares, words as u32))] {
+    for shares in [None, Some(words as u32)] {
         if shares.is_some() && !from_shares {
             continue;
         }
