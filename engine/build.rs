@@ -22,9 +22,12 @@
 //!   operands): `enable f16;` and `enable wgpu_cooperative_matrix;` ([`ENABLE_COOP`]) open every
 //!   variant's source. Such kernels have a plain twin that every adapter runs; the engine takes
 //!   them only where `GpuFeatures::coop` says the adapter has the fragments they use.
-//! - `// tandem:kv32`: also build, for each variant `<v>` (before `_sg`), a variant `<v>_kv32` whose KV
-//!   cache holds f32: the helper `common/kv_f16.wgsl` (the f16 cache every other variant reads)
-//!   is replaced by its twin `common/kv_f16_kv32.wgsl` (same names, f32 chunks).
+//! - `// tandem:twin <t>`: also build, for each variant `<v>` above (before `_sg`), a variant
+//!   `<v>_<t>` in which every included helper, directly or nested, that has a twin
+//!   `common/x_<t>.wgsl` beside `common/x.wgsl` is replaced by it (at least one must). Several
+//!   such lines multiply: `<v>`, `<v>_<t1>`, `<v>_<t2>`, `<v>_<t1>_<t2>`. Used for the KV cache's
+//!   element (`kv32`: common/kv_f16_kv32.wgsl, an f32 cache) and for split attention's parts
+//!   (`last`: common/attn_parts_last.wgsl, the last part's workgroup merges them).
 //!
 //! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source) and
 //! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source, and `ENABLE_COOP`, the lines that
@@ -66,19 +69,6 @@ fn sg_twin(file: &Path) -> Option<PathBuf> {
     twin.exists().then_some(twin)
 }
 
-/// The variant suffix `_kv32` and the helper whose twin it takes (see `tandem:kv32`).
-const KV32: &str = "_kv32";
-const KV_HELPER: &str = "kv_f16.wgsl";
-
-/// `file`, or its f32-cache twin `common/kv_f16_kv32.wgsl` in a `_kv32` variant.
-fn kv_twin(file: &Path, kv32: bool) -> PathBuf {
-    if kv32 && file.file_name().is_some_and(|n| n == KV_HELPER) {
-        file.with_file_name(KV_HELPER.replace(".wgsl", &format!("{KV32}.wgsl")))
-    } else {
-        file.to_path_buf()
-    }
-}
-
 /// The `// tandem:include` paths of a file.
 fn includes_of(wgsl: &Path, file: &Path) -> Vec<PathBuf> {
     let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
@@ -97,8 +87,9 @@ fn qtype_twin(file: &Path, qtype: &str) -> Option<PathBuf> {
 }
 
 /// `files` with every nested include placed before its includer, each once; helpers that have a
-/// twin for `qtype` are replaced by it, then with `sg` those that have a subgroup twin (and the
-/// twin's own includes followed).
+/// twin for `qtype` are replaced by it, then with `sg` those that have a subgroup twin, then those
+/// that have a twin for one of the variant's `tandem:twin` suffixes (and the twin's own includes
+/// followed).
 fn resolve(wgsl: &Path, files: &[PathBuf], v: &Twins, out: &mut Vec<PathBuf>) {
     for f in files {
         assert!(f.exists(), "missing include {}", f.display());
@@ -110,7 +101,7 @@ fn resolve(wgsl: &Path, files: &[PathBuf], v: &Twins, out: &mut Vec<PathBuf>) {
             Some(twin) if v.sg => twin,
             _ => f,
         };
-        let f = kv_twin(&f, v.kv32);
+        let f = v.twins.iter().find_map(|t| qtype_twin(&f, t)).unwrap_or(f);
         if out.contains(&f) {
             continue;
         }
@@ -124,7 +115,8 @@ fn resolve(wgsl: &Path, files: &[PathBuf], v: &Twins, out: &mut Vec<PathBuf>) {
 struct Twins<'a> {
     qtype: Option<&'a str>,
     sg: bool,
-    kv32: bool,
+    /// The variant's `tandem:twin` suffixes.
+    twins: &'a [&'a str],
 }
 
 fn main() {
@@ -160,7 +152,7 @@ fn main() {
         let mut includes = Vec::new();
         let mut per_qtype: Option<Vec<String>> = None;
         let mut subgroups = false;
-        let mut kv32 = false;
+        let mut twins: Vec<String> = Vec::new();
         let mut coop = false;
         for line in text.lines() {
             let Some(d) = line.trim().strip_prefix("// tandem:") else {
@@ -182,8 +174,8 @@ fn main() {
                 per_qtype = Some(list);
             } else if d.trim() == "subgroups" {
                 subgroups = true;
-            } else if d.trim() == "kv32" {
-                kv32 = true;
+            } else if let Some(t) = d.strip_prefix("twin ") {
+                twins.push(t.trim().to_string());
             } else if d.trim() == "coop" {
                 coop = true;
             } else {
@@ -204,28 +196,47 @@ fn main() {
         } else {
             vec![(stem.clone(), includes.clone(), None)]
         };
-        let variants: Vec<(Variant, bool)> = variants
+        // Each variant with every subset of the twins, in the directives' order.
+        let mut variants: Vec<(Variant, Vec<&str>)> =
+            variants.into_iter().map(|v| (v, Vec::new())).collect();
+        for t in &twins {
+            variants = variants
+                .into_iter()
+                .flat_map(|(v, ts)| {
+                    let with = (
+                        (format!("{}_{t}", v.0), v.1.clone(), v.2),
+                        [ts.as_slice(), &[t.as_str()]].concat(),
+                    );
+                    [(v, ts), with]
+                })
+                .collect();
+        }
+        let variants: Vec<(Variant, Vec<&str>, bool)> = variants
             .into_iter()
-            .flat_map(|v| {
-                let kv = kv32.then(|| ((format!("{}{KV32}", v.0), v.1.clone(), v.2), true));
-                std::iter::once((v, false)).chain(kv)
+            .flat_map(|(v, ts)| {
+                let sg = subgroups
+                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), ts.clone(), true));
+                std::iter::once((v, ts, false)).chain(sg)
             })
             .collect();
-        let variants: Vec<(Variant, bool, bool)> = variants
-            .into_iter()
-            .flat_map(|(v, kv32)| {
-                let sg = subgroups.then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), kv32, true));
-                std::iter::once((v, kv32, false)).chain(sg)
-            })
-            .collect();
-        for ((name, direct, qtype), kv32, sg) in variants {
+        for ((name, direct, qtype), ts, sg) in variants {
             let mut incs = Vec::new();
-            resolve(&wgsl, &direct, &Twins { qtype, sg, kv32 }, &mut incs);
-            if kv32 {
+            resolve(
+                &wgsl,
+                &direct,
+                &Twins {
+                    qtype,
+                    sg,
+                    twins: &ts,
+                },
+                &mut incs,
+            );
+            for t in &ts {
+                let suffix = format!("_{t}.wgsl");
                 assert!(
                     incs.iter()
-                        .any(|f| f.ends_with(format!("common/kv_f16{KV32}.wgsl"))),
-                    "{}: `tandem:kv32`, but it does not include common/{KV_HELPER}",
+                        .any(|f| f.to_str().is_some_and(|s| s.ends_with(&suffix))),
+                    "{}: `tandem:twin {t}`, but no included helper has a `_{t}` twin",
                     file.display()
                 );
             }

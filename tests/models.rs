@@ -378,20 +378,20 @@ fn tiny_glm4moe_q8_0() {
     );
 }
 
-/// The decode step of a MoE model stays a short fixed list: per MoE layer 4 attention dispatches,
-/// the router matvec, the experts' gate/up (with the top-k) and down, and for glm4moe the shared
-/// expert's 2.
+/// The decode step of a MoE model stays a short fixed list: per MoE layer 3 attention dispatches,
+/// the experts' gate/up (with the routing) and down, and for glm4moe the shared expert's 2.
 #[test]
 fn moe_dispatches_per_token() {
     for (file, want) in [
-        // Attention blocks take 4 at the last position of a 256-position context (QKV, attention
-        // with RoPE and the KV store, its parts' combine, output: in a MoE layer with the
-        // router's product in its epilogue). MoE blocks 2 (gate_up with the top-k in its
-        // prologue, down), a shared expert 2 more, a dense FFN 2.
-        // embed + 2 x (4 + 2) + output norm + output + argmax (2 stages)
-        ("tests/fixtures/tiny-qwen3moe.gguf", 1 + 2 * 6 + 4),
-        // embed + dense layer (4 + 2) + 2 x (4 + 2 + 2) + output norm + output + argmax (2)
-        ("tests/fixtures/tiny-glm4moe.gguf", 1 + 6 + 2 * 8 + 4),
+        // Attention blocks take 3 at the last position of a 256-position context (QKV, attention
+        // with RoPE and the KV store, its split parts merged by its last workgroup: these files'
+        // heads take a workgroup each; output: in a MoE layer with the router's product in its
+        // epilogue). MoE blocks 2 (gate_up with the top-k in its prologue, down), a shared expert
+        // 2 more, a dense FFN 2.
+        // embed + 2 x (3 + 2) + output norm + output + argmax (2 stages)
+        ("tests/fixtures/tiny-qwen3moe.gguf", 1 + 2 * 5 + 4),
+        // embed + dense layer (3 + 2) + 2 x (3 + 2 + 2) + output norm + output + argmax (2)
+        ("tests/fixtures/tiny-glm4moe.gguf", 1 + 5 + 2 * 7 + 4),
     ] {
         let src = MmapSource::open(&repo().join(file)).unwrap();
         let g = Gguf::parse(&src).unwrap();

@@ -4,7 +4,10 @@
 // tandem:include common/reduce.wgsl
 // tandem:include common/kv_f16.wgsl
 // tandem:include common/attn_params.wgsl
-// tandem:kv32
+// tandem:include common/attn_scratch.wgsl
+// tandem:include common/attn_parts.wgsl
+// tandem:twin last
+// tandem:twin kv32
 // tandem:subgroups
 //
 // out[t, h, :] = softmax(cap(q[t, h] . K[seq, kv(h), s] * scale)) . V[seq, kv(h), s] over the
@@ -32,7 +35,9 @@
 // An online softmax per head runs over the tiles (running max m; thread k < 64 keeps the running
 // sums of key slot k); 4 barriers per tile. At the end the 64 partial sums meet in one reduction
 // and each head's KG partial outputs in workgroup memory; with one split the result goes to `out`,
-// otherwise (m, l, unnormalised output) goes to `partial` for attention_combine.wgsl.
+// otherwise (m, l, unnormalised output) goes to `partial` (common/attn_parts.wgsl) for
+// attention_combine.wgsl, or, in the `_last` variants, the workgroup that finishes a head's last
+// part merges them itself (common/attn_parts_last.wgsl).
 //
 // Decode prologue (flags bit 1, passes of one row): the kernel also does rope_store's work, so a
 // decode step needs no rope_store dispatch. The GQ queries are read raw from the QKV output and
@@ -60,7 +65,7 @@ override QE: u32 = (GQ * HD + WG - 1u) / WG; // query elements per thread in the
 @group(0) @binding(1) var<storage, read_write> k_cache: array<KvChunk>;     // [n_seq, n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
 @group(0) @binding(2) var<storage, read_write> v_cache: array<KvChunk>;     // [n_seq, n_kv_head, ctx, HD / 4] (common/kv_f16.wgsl)
 @group(0) @binding(3) var<storage, read_write> out: array<vec4<f32>>;         // [n_tokens, n_head, HD / 4]
-@group(0) @binding(4) var<storage, read_write> partial: array<vec4<f32>>;     // [n_tokens, n_head, n_split, 1 + HD / 4]: (m, l, 0, 0), output
+// Binding 4, `partial`: common/attn_parts.wgsl.
 @group(0) @binding(5) var<storage, read> q_norm: array<f32>;                  // [HD] or unused
 @group(0) @binding(6) var<storage, read> k_norm: array<f32>;                  // [HD] or unused
 @group(0) @binding(7) var<uniform> p: Params;
@@ -70,11 +75,7 @@ override QE: u32 = (GQ * HD + WG - 1u) / WG; // query elements per thread in the
 const NEG: f32 = -3.0e38;
 const WG: u32 = 256u;
 
-// Per tile the partial dots, [GQ, TK, LANES] as floats (head g, key k, lane at vec4 g * TK + k);
-// at the end one head's [KG, HD4] partial outputs.
-var<workgroup> dots: array<vec4<f32>, 256>;
-var<workgroup> scores: array<f32, 256>;         // [GQ, TK]
-var<workgroup> probs: array<f32, 256>;          // [GQ, TK]
+// Workgroup memory beside common/attn_scratch.wgsl's `dots`, `scores` and `probs`.
 var<workgroup> maxes: array<f32, 32>;           // [GQ, TK / 8] maxima of 8 scores
 var<workgroup> qh: array<vec4<f32>, 128>;       // [GQ, HD4] the queries (normed and rotated by the decode prologue)
 var<workgroup> kh: array<f32, 256>;
@@ -408,28 +409,17 @@ struct Out {
     n_split: u32,
 }
 
-// Head h0 + g's output: the KG partial outputs `acc` of the threads meet in workgroup memory;
-// with one split it goes to `out` (divided by the sum l), otherwise (m, l, output) to `partial`.
-// Every thread calls it, in uniform control flow.
-fn finish_head(at: Out, g: u32, acc: vec4<f32>, m: f32, l: f32) {
+// Head h0 + g's output, unnormalised, for threads lid < HD4: the KG partial outputs `acc` of the
+// threads meet in workgroup memory. Every thread calls it, in uniform control flow.
+fn head_output(at: Out, acc: vec4<f32>) -> vec4<f32> {
     workgroupBarrier();
     dots[at.lid] = acc;
     workgroupBarrier();
+    var o = vec4<f32>(0.0);
     if (at.lid < HD4) {
-        var o = vec4<f32>(0.0);
         for (var kg = 0u; kg < KG; kg++) {
             o += dots[kg * HD4 + at.lid];
         }
-        let h = at.h0 + g;
-        if (at.n_split == 1u) {
-            out[(at.t * p.n_head + h) * HD4 + at.lid] = o / l;
-        } else {
-            let po = ((at.t * p.n_head + h) * at.n_split + at.split) * (HD4 + 1u);
-            if (at.lid == 0u) {
-                partial[po] = vec4<f32>(m, l, 0.0, 0.0);
-            }
-            partial[po + 1u + at.lid] = o;
-        }
     }
+    return o;
 }
-

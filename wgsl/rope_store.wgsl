@@ -2,7 +2,7 @@
 // tandem:include common/rows.wgsl
 // tandem:include common/rope.wgsl
 // tandem:include common/kv_f16.wgsl
-// tandem:kv32
+// tandem:twin kv32
 //
 // Prepares attention inputs for every token of the pass, one head per workgroup, from the QKV
 // projection's output (per token: the n_head Q heads, then the K heads, then the V heads):

@@ -124,11 +124,13 @@ struct CombineParams {
     _pad: [u32; 2],
 }
 
-/// Floats of the scratch buffer that split attention writes its partial results to: per
+/// Words of the scratch buffer that split attention writes its partial results to: per
 /// (token, head, part) the running max and sum (padded to a vec4) and the unnormalised output,
-/// for at most `MAX_ATTN_SPLITS` (token, part) pairs per head (`attention_splits`).
+/// for at most `MAX_ATTN_SPLITS` (token, part) pairs per head (`attention_splits`); then the
+/// per-head pipeline's count of each (token, head)'s finished parts (common/attn_parts_last.wgsl),
+/// zero between passes.
 pub fn attention_partial_len(heads: &Heads) -> u64 {
-    heads.n_head as u64 * MAX_ATTN_SPLITS as u64 * (heads.head_dim as u64 + 4)
+    heads.n_head as u64 * MAX_ATTN_SPLITS as u64 * (heads.head_dim as u64 + 4 + 1)
 }
 
 #[repr(C)]
@@ -159,6 +161,17 @@ pub(crate) const BINDS: &[KernelBinds] = &[
         unused: &[],
         uniforms: &[(7, size_of::<AttnParams>()), (8, size_of::<StepUniform>())],
         constants: &[("WG", ATTN_WG), ("TK", ATTN_TILE)],
+    },
+    KernelBinds {
+        stem: "attention_last",
+        layout: ATTN_LAYOUT,
+        unused: &[],
+        uniforms: &[(7, size_of::<AttnParams>()), (8, size_of::<StepUniform>())],
+        constants: &[
+            ("WG", ATTN_WG),
+            ("TK", ATTN_TILE),
+            ("MAX_SPLITS", MAX_ATTN_SPLITS),
+        ],
     },
     KernelBinds {
         stem: "attention_coop",
@@ -249,19 +262,19 @@ pub fn attention(
     }
     let hd = ("HD", heads.head_dim);
     let gq = heads_per_workgroup(&heads);
-    let shader = reduce_variant(
-        gpu,
-        opts.kv.variant("attention".into()),
-        ATTN_WG,
-        opts.subgroups,
-    );
-    // Pipelines: one query head a workgroup, then `gq` of them, then attention_coop.
-    let mut pipelines = Vec::new();
-    let groups: &[u32] = if gq > 1 { &[1, gq] } else { &[1] };
-    for &g in groups {
+    let shader =
+        |stem: &str| reduce_variant(gpu, opts.kv.variant(stem.into()), ATTN_WG, opts.subgroups);
+    // Pipelines: one query head a workgroup (merging a split pass's parts itself: the `_last`
+    // variant), then `gq` of them (the combine dispatch merges their parts), then attention_coop.
+    let mut pipelines = vec![gpu.pipeline(&PipelineKey {
+        shader: shader("attention_last"),
+        constants: vec![hd, ("GQ", 1), ("MAX_SPLITS", MAX_ATTN_SPLITS)],
+        layout: ATTN_LAYOUT,
+    })?];
+    if gq > 1 {
         pipelines.push(gpu.pipeline(&PipelineKey {
-            shader: shader.clone(),
-            constants: vec![hd, ("GQ", g)],
+            shader: shader("attention"),
+            constants: vec![hd, ("GQ", gq)],
             layout: ATTN_LAYOUT,
         })?);
     }
@@ -349,7 +362,9 @@ pub fn attention(
             pipelines: vec![combine],
             bind_group: gpu.bind_group(IN_OUT_LAYOUT, &[partial, out, &cbuf, step]),
             grid: Box::new(move |s| {
-                (attention_splits(s, n_head) > 1).then_some((0, [n_head, s.n_tokens, 1]))
+                let splits = attention_splits(s, n_head);
+                (splits > 1 && grouped_takes(n_head, gq, s, splits, min_grouped))
+                    .then_some((0, [n_head, s.n_tokens, 1]))
             }),
             cost: Box::new(move |s| {
                 let parts = s.n_tokens as u64 * attention_splits(s, n_head) as u64;
