@@ -8,6 +8,8 @@
 // workgroups of one dispatch. The engine takes this twin for one query head a workgroup (GQ = 1):
 // atomic stores raised the grouped kernel's registers (bench/RESULTS.md, twenty-sixth session).
 
+override MAX_SPLITS: u32 = 64u;  // kernels::MAX_ATTN_SPLITS: the counts follow the parts
+
 @group(0) @binding(4) var<storage, read_write> partial: array<atomic<u32>>;  // [n_tokens, n_head, n_split, 1 + HD / 4] vec4s as words, then [MAX_SPLITS, n_head] counts
 
 var<workgroup> last_part: u32;

@@ -189,7 +189,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
             (2, size_of::<CombineParams>()),
             (3, size_of::<StepUniform>()),
         ],
-        constants: &[("MAX_SPLITS", MAX_ATTN_SPLITS)],
+        constants: &[],
     },
 ];
 
@@ -288,7 +288,7 @@ pub fn attention(
     }
     let combine = gpu.pipeline(&PipelineKey {
         shader: "attention_combine".into(),
-        constants: vec![hd, ("MAX_SPLITS", MAX_ATTN_SPLITS)],
+        constants: vec![hd],
         layout: IN_OUT_LAYOUT,
     })?;
     let params = AttnParams {

@@ -96,92 +96,102 @@ const PASSES: &[(u32, u32, u32, f32)] = &[
     (300, 100, 0, 5.0),
 ];
 
+/// A 2,048-position cache, decode near its end: more parts than the merge's threads load ahead
+/// (common/attn_merge.wgsl: four each, 16 in all for heads of 256), for one query head a
+/// workgroup (merged by its last part's workgroup) and for two (the combine dispatch).
+const LONG_SHAPES: &[(u32, u32, u32)] = &[(2, 2, 256), (4, 1, 256)];
+const LONG_PASSES: &[(u32, u32, u32, f32)] = &[(1900, 1, 0, 0.0)];
+
 async fn attention_matches_the_reference() {
     let gpu = gpu().await;
     let step = step_buffer(&gpu);
     // The row table: unread by passes over one sequence.
     let dummy = gpu.storage("rows", 16).unwrap();
-    let ctx = 512u32;
-    for &(nh, nkv, hd) in HEAD_SHAPES {
-        let heads = Heads {
-            n_head: nh,
-            n_kv_head: nkv,
-            head_dim: hd,
-            ctx,
-        };
-        let pb = gpu
-            .storage("partial", kernels::attention_partial_len(&heads) * 4)
-            .unwrap();
-        for (&(pos, n_tokens, window, softcap), kv) in PASSES
-            .iter()
-            .flat_map(|p| [(p, KvType::F16), (p, KvType::F32)])
-        {
-            // The many-head shape is for the decode split; its long passes only cost time.
-            if nh > 64 && n_tokens > 1 {
-                continue;
-            }
-            let stride = (nh + 2 * nkv) * hd;
-            let seed = (nh * 1000 + hd + pos * 7 + n_tokens) as u64;
-            let q = random_f32(seed, (n_tokens * stride) as usize, 1.0);
-            let mut k = random_f32(seed + 1, (nkv * ctx * hd) as usize, 1.0);
-            let mut v = random_f32(seed + 2, (nkv * ctx * hd) as usize, 1.0);
-            // Positions past the last query are not visible: NaN there shows any leak.
-            let (last, row) = ((pos + n_tokens) as usize, (ctx * hd) as usize);
-            for kvh in 0..nkv as usize {
-                k[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
-                v[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
-            }
-            let (k, v) = (kv_round(&k, kv), kv_round(&v, kv));
-            let qb = upload(&gpu, "q", &q);
-            let kb = upload_kv(&gpu, "k", &k, kv);
-            let vb = upload_kv(&gpu, "v", &v, kv);
-            let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
-            // Twice the usual scale: scores spread over a few units, so the softmax is neither
-            // flat nor one-hot.
-            let scale = 2.0 / (hd as f32).sqrt();
-            let d = kernels::attention(
-                &gpu,
-                &qb,
-                &kb,
-                &vb,
-                &ob,
-                &pb,
-                &step,
-                &dummy,
-                heads,
-                AttnOpts {
-                    scale,
-                    window,
-                    softcap,
-                    decode_rope: None,
-                    subgroups: true,
-                    kv,
-                    // Every pass on the shared-head workgroups wherever heads share a KV head.
-                    min_grouped_workgroups: 0,
-                },
-            )
-            .unwrap();
-            let s = StepInfo::new(n_tokens, pos, 1);
-            run_attention_dispatches(&gpu, &[&d[0], &d[1]], s, &step, nh).await;
-            let want =
-                reference::attention(&q, &k, &v, heads, pos, n_tokens, scale, window, softcap);
-            let shape = format!(
+    for &(ctx, shapes, passes) in &[
+        (512u32, HEAD_SHAPES, PASSES),
+        (2048, LONG_SHAPES, LONG_PASSES),
+    ] {
+        for &(nh, nkv, hd) in shapes {
+            let heads = Heads {
+                n_head: nh,
+                n_kv_head: nkv,
+                head_dim: hd,
+                ctx,
+            };
+            let pb = gpu
+                .storage("partial", kernels::attention_partial_len(&heads) * 4)
+                .unwrap();
+            for (&(pos, n_tokens, window, softcap), kv) in passes
+                .iter()
+                .flat_map(|p| [(p, KvType::F16), (p, KvType::F32)])
+            {
+                // The many-head shape is for the decode split; its long passes only cost time.
+                if nh > 64 && n_tokens > 1 {
+                    continue;
+                }
+                let stride = (nh + 2 * nkv) * hd;
+                let seed = (nh * 1000 + hd + pos * 7 + n_tokens) as u64;
+                let q = random_f32(seed, (n_tokens * stride) as usize, 1.0);
+                let mut k = random_f32(seed + 1, (nkv * ctx * hd) as usize, 1.0);
+                let mut v = random_f32(seed + 2, (nkv * ctx * hd) as usize, 1.0);
+                // Positions past the last query are not visible: NaN there shows any leak.
+                let (last, row) = ((pos + n_tokens) as usize, (ctx * hd) as usize);
+                for kvh in 0..nkv as usize {
+                    k[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+                    v[kvh * row + last * hd as usize..(kvh + 1) * row].fill(f32::NAN);
+                }
+                let (k, v) = (kv_round(&k, kv), kv_round(&v, kv));
+                let qb = upload(&gpu, "q", &q);
+                let kb = upload_kv(&gpu, "k", &k, kv);
+                let vb = upload_kv(&gpu, "v", &v, kv);
+                let ob = gpu.storage("out", (n_tokens * nh * hd) as u64 * 4).unwrap();
+                // Twice the usual scale: scores spread over a few units, so the softmax is neither
+                // flat nor one-hot.
+                let scale = 2.0 / (hd as f32).sqrt();
+                let d = kernels::attention(
+                    &gpu,
+                    &qb,
+                    &kb,
+                    &vb,
+                    &ob,
+                    &pb,
+                    &step,
+                    &dummy,
+                    heads,
+                    AttnOpts {
+                        scale,
+                        window,
+                        softcap,
+                        decode_rope: None,
+                        subgroups: true,
+                        kv,
+                        // Every pass on the shared-head workgroups wherever heads share a KV head.
+                        min_grouped_workgroups: 0,
+                    },
+                )
+                .unwrap();
+                let s = StepInfo::new(n_tokens, pos, 1);
+                run_attention_dispatches(&gpu, &[&d[0], &d[1]], s, &step, nh).await;
+                let want =
+                    reference::attention(&q, &k, &v, heads, pos, n_tokens, scale, window, softcap);
+                let shape = format!(
                 "heads {nh}/{nkv} of {hd}, pos {pos}, tokens {n_tokens}, window {window}, softcap {softcap}, {kv:?} cache, splits {}",
                 kernels::attention_splits(&s, nh)
             );
-            let (kernel, (nmse, max_abs)) = if takes_coop(&gpu, &heads, kv, &s) {
-                ("attention_coop", COOP_TOL)
-            } else {
-                ("attention", (1e-10, 2e-5))
-            };
-            assert_close(
-                kernel,
-                &shape,
-                &read(&gpu, &ob, want.len()).await,
-                &want,
-                nmse,
-                max_abs,
-            );
+                let (kernel, (nmse, max_abs)) = if takes_coop(&gpu, &heads, kv, &s) {
+                    ("attention_coop", COOP_TOL)
+                } else {
+                    ("attention", (1e-10, 2e-5))
+                };
+                assert_close(
+                    kernel,
+                    &shape,
+                    &read(&gpu, &ob, want.len()).await,
+                    &want,
+                    nmse,
+                    max_abs,
+                );
+            }
         }
     }
 }
