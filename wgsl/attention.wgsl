@@ -21,7 +21,7 @@
 // into n_split parts of whole 64-key tiles ("flash decoding": a decode step has few heads, so the
 // keys are spread over workgroups too; a long prefill has enough queries and takes n_split = 1).
 // n_split follows the longest row, so in a batched step a shorter row's last parts may be empty:
-// they write l = 0, which attention_combine.wgsl weighs by 0.
+// they write l = 0, which the merge (common/attn_merge.wgsl) weighs by 0.
 // Per tile:
 // - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of K[key]
 //   with those of each of the GQ queries (in workgroup memory); the partial dots meet in workgroup

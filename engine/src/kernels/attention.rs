@@ -1,5 +1,7 @@
-//! Split ("flash decoding") attention over the KV cache (attention.wgsl) and the combine of its
-//! parts (attention_combine.wgsl), with RoPE and the cache store in the decode prologue.
+//! Split ("flash decoding") attention over the KV cache (attention.wgsl) and the merge of its
+//! parts: by the workgroup that finishes a head's last part where each query head has its own
+//! workgroups (the `_last` variant), by a combine dispatch (attention_combine.wgsl) where heads
+//! share them; with RoPE and the cache store in the decode prologue.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -238,7 +240,8 @@ pub(crate) fn coop_takes(s: &StepInfo) -> bool {
 /// of the QKV output `q`) over the caches `[n_seq, n_kv_head, ctx, head_dim]`, each row over its
 /// own sequence's keys (the step uniform, or the row table `rows` of [`Row`](super::Row)s),
 /// into `out` `[n_tokens, n_head * head_dim]`: the split attention kernel and, when a pass
-/// splits, the combine kernel (`partial` holds [`attention_partial_len`] floats); long passes
+/// splits over workgroups of several query heads, the combine kernel (`partial` holds
+/// [`attention_partial_len`] words); long passes
 /// over one sequence on the matrix units where [`coop_fits`]. With `opts.decode_rope`, a pass of
 /// one token reads q, k and v raw from `q` and stores k and v itself (no rope_store before it).
 #[allow(clippy::too_many_arguments)]
