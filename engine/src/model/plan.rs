@@ -193,7 +193,7 @@ pub(super) struct Activations {
     pub tmp: wgpu::Buffer, // [ubatch, n_embd] block output before its post-norm (Gemma)
     pub qkv: wgpu::Buffer, // [ubatch, (n_head + 2 n_kv_head) * head_dim]
     pub attn: wgpu::Buffer, // [ubatch, n_head * head_dim]
-    pub attn_partial: wgpu::Buffer, // [n_head, MAX_ATTN_SPLITS, head_dim + 4] split attention's partial results
+    pub attn_partial: wgpu::Buffer, // kernels::attention_partial_len words: split attention's partial results, then their counts
     pub gate_up: wgpu::Buffer,      // [ubatch, 2 n_ff] (batched passes)
     pub hidden: wgpu::Buffer,       // [ubatch, n_ff]
     pub out_norm: wgpu::Buffer,     // [max_out, n_embd]
