@@ -11,6 +11,13 @@
 //!   `common/x.wgsl` replaced by the twin (same functions, written for that type's blocks).
 //! - `// tandem:qtypes q4_k ...`: as `per-qtype`, for the listed weight types only (kernels whose
 //!   twin helpers exist for some types, such as the `_q8` matrix products' common/unit_q8.wgsl).
+//! - `// tandem:pairs q4_k:q6_k ...`: build one variant per pair of weight types, named
+//!   `<stem>_<a>_<b>`, for a kernel over a matrix of two chunks of different types: its includes
+//!   are resolved for `a` as with `tandem:qtypes`, and the files whose code depends on the type
+//!   (resolved for `b`: those `a`'s resolution lacks, and those that include one) are added again
+//!   for `b` with every name they declare suffixed `_b`, as is every name the kernel itself
+//!   declares with a `_b` twin (the second chunk's bindings, which those files then read). The
+//!   copied files may declare no bindings.
 //! - `// tandem:subgroups`: also build, for each variant `<v>` above, a variant `<v>_sg` for adapters
 //!   with subgroups: `enable subgroups;` opens its source (WGSL wants enable directives before any
 //!   declaration; `gpu::shaders::source_for` drops the line for naga, which rejects it), and every
@@ -92,22 +99,190 @@ fn qtype_twin(file: &Path, qtype: &str) -> Option<PathBuf> {
 /// followed).
 fn resolve(wgsl: &Path, files: &[PathBuf], v: &Twins, out: &mut Vec<PathBuf>) {
     for f in files {
-        assert!(f.exists(), "missing include {}", f.display());
-        let f = v
-            .qtype
-            .and_then(|q| qtype_twin(f, q))
-            .unwrap_or_else(|| f.clone());
-        let f = match sg_twin(&f) {
-            Some(twin) if v.sg => twin,
-            _ => f,
-        };
-        let f = v.twins.iter().find_map(|t| qtype_twin(&f, t)).unwrap_or(f);
+        let f = twin(f, v);
         if out.contains(&f) {
             continue;
         }
         resolve(wgsl, &includes_of(wgsl, &f), v, out);
         out.push(f);
     }
+}
+
+/// The file a variant takes for the include `f`: its weight type's twin, then its subgroup twin,
+/// then its twin for one of the variant's `tandem:twin` suffixes, where they exist and the
+/// variant asks for them.
+fn twin(f: &Path, v: &Twins) -> PathBuf {
+    assert!(f.exists(), "missing include {}", f.display());
+    let f = v
+        .qtype
+        .and_then(|q| qtype_twin(f, q))
+        .unwrap_or_else(|| f.to_path_buf());
+    let f = match sg_twin(&f) {
+        Some(twin) if v.sg => twin,
+        _ => f,
+    };
+    v.twins.iter().find_map(|t| qtype_twin(&f, t)).unwrap_or(f)
+}
+
+/// Suffix of the second chunk's names in a `tandem:pairs` variant.
+const PAIR_SUFFIX: &str = "_b";
+
+/// The names a WGSL file declares at module scope (`fn`, `const`, `override`, `alias`, `struct`,
+/// `var`: lines that start with the keyword, as every file here writes them), and whether any
+/// of them is a binding.
+fn module_names(text: &str) -> (Vec<String>, bool) {
+    let mut names = Vec::new();
+    let mut binding = false;
+    for line in text.lines() {
+        let mut l = line;
+        if let Some(rest) = l.strip_prefix('@') {
+            binding |= rest.starts_with("group") || rest.starts_with("binding");
+            // Attributes before the declaration: skip to the keyword.
+            l = match ["var", "fn", "const", "override"]
+                .iter()
+                .filter_map(|k| l.find(&format!(" {k} ")).or(l.find(&format!(" {k}<"))))
+                .min()
+            {
+                Some(i) => &l[i + 1..],
+                None => continue,
+            };
+        }
+        for kw in [
+            "fn ",
+            "const ",
+            "override ",
+            "alias ",
+            "struct ",
+            "var<",
+            "var ",
+        ] {
+            if let Some(rest) = l.strip_prefix(kw) {
+                let rest = if kw == "var<" {
+                    &rest[rest.find('>').expect("var<...>") + 1..]
+                } else {
+                    rest
+                };
+                let name: String = rest
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.push(name);
+            }
+        }
+    }
+    (names, binding)
+}
+
+/// The field names of the structs a WGSL file declares (one field a line).
+fn struct_fields(text: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with("struct ") {
+            inside = true;
+        } else if l.starts_with('}') {
+            inside = false;
+        } else if inside {
+            if let Some((name, _)) = l.split_once(':') {
+                fields.push(name.trim().to_string());
+            }
+        }
+    }
+    fields
+}
+
+/// `text` with every identifier in `names` (not a member after `.`) suffixed with
+/// [`PAIR_SUFFIX`].
+fn suffix_names(text: &str, names: &[String]) -> String {
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut chars = text.char_indices().peekable();
+    let mut prev = ' ';
+    while let Some((i, c)) = chars.next() {
+        if c.is_alphabetic() || c == '_' {
+            let mut end = i + c.len_utf8();
+            while let Some(&(j, d)) = chars.peek() {
+                if !(d.is_alphanumeric() || d == '_') {
+                    break;
+                }
+                end = j + d.len_utf8();
+                chars.next();
+            }
+            let ident = &text[i..end];
+            out.push_str(ident);
+            if prev != '.' && names.iter().any(|n| n == ident) {
+                out.push_str(PAIR_SUFFIX);
+            }
+            prev = 'a';
+        } else {
+            out.push(c);
+            if !c.is_whitespace() {
+                prev = c;
+            }
+        }
+    }
+    out
+}
+
+/// The second chunk's code of a `tandem:pairs` variant (first type `a`, second `b`): the files of
+/// the kernel's includes resolved for `b` whose code depends on the weight type (a file the
+/// first type's resolution lacks, or one that includes such a file: the quant helper, the unit
+/// twins and the row pass that calls them), with every name they declare and every name the
+/// kernel itself declares with [`PAIR_SUFFIX`] (its second chunk's bindings) suffixed, so both
+/// chunks' code lives in one module. Helpers both types share are included once and see the first
+/// chunk's bindings.
+fn pair_copy(wgsl: &Path, kernel: &Path, a: &[PathBuf], b: (&[PathBuf], &Twins)) -> String {
+    let (a_files, mut b_files) = (a, Vec::new());
+    resolve(wgsl, b.0, b.1, &mut b_files);
+    let b = b.1;
+    let mut copied: Vec<PathBuf> = Vec::new();
+    for f in &b_files {
+        // b_files lists every include before its includer, so `copied` is complete for them.
+        let typed = !a_files.contains(f)
+            || includes_of(wgsl, f)
+                .iter()
+                .any(|i| copied.contains(&twin(i, b)));
+        if typed {
+            copied.push(f.clone());
+        }
+    }
+    let read =
+        |f: &Path| std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    let (kernel_names, _) = module_names(&read(kernel));
+    let mut names: Vec<String> = kernel_names
+        .iter()
+        .filter_map(|n| n.strip_suffix(PAIR_SUFFIX).map(str::to_string))
+        .collect();
+    for f in &copied {
+        let text = read(f);
+        let (declared, binding) = module_names(&text);
+        assert!(
+            !binding,
+            "{}: declares a binding, but `tandem:pairs` copies it for the second chunk",
+            f.display()
+        );
+        names.extend(declared);
+    }
+    for f in &copied {
+        for field in struct_fields(&read(f)) {
+            assert!(
+                !names.contains(&field),
+                "{}: a struct field is named `{field}`, a name `tandem:pairs` suffixes",
+                f.display()
+            );
+        }
+    }
+    copied
+        .iter()
+        .map(|f| {
+            format!(
+                "// {} for the second chunk\n{}\n",
+                f.strip_prefix(wgsl).unwrap_or(f).display(),
+                suffix_names(&read(f), &names)
+            )
+        })
+        .collect()
 }
 
 /// Which twins a variant takes.
@@ -124,6 +299,7 @@ fn main() {
     // worktrees) must expand the kernels of the checkout being built.
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let wgsl = Path::new(&manifest).join("../wgsl");
+    let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     // Watched paths are printed relative to the package root, which cargo resolves against the
     // checkout being built: absolute ones would keep watching the checkout that ran the script last.
     let watch = |p: &Path| {
@@ -151,6 +327,7 @@ fn main() {
         let text = std::fs::read_to_string(file).expect("read kernel");
         let mut includes = Vec::new();
         let mut per_qtype: Option<Vec<String>> = None;
+        let mut pairs: Vec<(String, String)> = Vec::new();
         let mut subgroups = false;
         let mut twins: Vec<String> = Vec::new();
         let mut coop = false;
@@ -172,6 +349,18 @@ fn main() {
                     );
                 }
                 per_qtype = Some(list);
+            } else if let Some(list) = d.strip_prefix("pairs ") {
+                for pair in list.split_whitespace() {
+                    let (a, b) = pair.split_once(':').expect("tandem:pairs a:b ...");
+                    for q in [a, b] {
+                        assert!(
+                            qtypes.iter().any(|t| t == q),
+                            "{}: unknown weight type {q}",
+                            file.display()
+                        );
+                    }
+                    pairs.push((a.to_string(), b.to_string()));
+                }
             } else if d.trim() == "subgroups" {
                 subgroups = true;
             } else if let Some(t) = d.strip_prefix("twin ") {
@@ -182,19 +371,33 @@ fn main() {
                 panic!("{}: unknown directive {d}", file.display());
             }
         }
-        // (name, includes, weight type)
-        type Variant<'a> = (String, Vec<PathBuf>, Option<&'a str>);
+        // (name, includes, weight type, the second chunk's weight type of a pair)
+        type Variant<'a> = (String, Vec<PathBuf>, Option<&'a str>, Option<&'a str>);
         let variants: Vec<Variant> = if let Some(types) = &per_qtype {
             types
                 .iter()
                 .map(|q| {
                     let mut inc = includes.clone();
                     inc.push(wgsl.join(format!("common/quant_{q}.wgsl")));
-                    (format!("{stem}_{q}"), inc, Some(q.as_str()))
+                    (format!("{stem}_{q}"), inc, Some(q.as_str()), None)
+                })
+                .collect()
+        } else if !pairs.is_empty() {
+            pairs
+                .iter()
+                .map(|(a, b)| {
+                    let mut inc = includes.clone();
+                    inc.push(wgsl.join(format!("common/quant_{a}.wgsl")));
+                    (
+                        format!("{stem}_{a}_{b}"),
+                        inc,
+                        Some(a.as_str()),
+                        Some(b.as_str()),
+                    )
                 })
                 .collect()
         } else {
-            vec![(stem.clone(), includes.clone(), None)]
+            vec![(stem.clone(), includes.clone(), None, None)]
         };
         // Each variant with every subset of the twins, in the directives' order.
         let mut variants: Vec<(Variant, Vec<&str>)> =
@@ -204,7 +407,7 @@ fn main() {
                 .into_iter()
                 .flat_map(|(v, ts)| {
                     let with = (
-                        (format!("{}_{t}", v.0), v.1.clone(), v.2),
+                        (format!("{}_{t}", v.0), v.1.clone(), v.2, v.3),
                         [ts.as_slice(), &[t.as_str()]].concat(),
                     );
                     [(v, ts), with]
@@ -215,11 +418,11 @@ fn main() {
             .into_iter()
             .flat_map(|(v, ts)| {
                 let sg = subgroups
-                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2), ts.clone(), true));
+                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2, v.3), ts.clone(), true));
                 std::iter::once((v, ts, false)).chain(sg)
             })
             .collect();
-        for ((name, direct, qtype), ts, sg) in variants {
+        for ((name, direct, qtype, second), ts, sg) in variants {
             let mut incs = Vec::new();
             resolve(
                 &wgsl,
@@ -231,6 +434,27 @@ fn main() {
                 },
                 &mut incs,
             );
+            // A pair's second chunk: its code, renamed, written beside shaders.rs.
+            let pair = second.map(|b| {
+                let mut direct_b = includes.clone();
+                direct_b.push(wgsl.join(format!("common/quant_{b}.wgsl")));
+                let text = pair_copy(
+                    &wgsl,
+                    file,
+                    &incs,
+                    (
+                        &direct_b,
+                        &Twins {
+                            qtype: Some(b),
+                            sg,
+                            twins: &ts,
+                        },
+                    ),
+                );
+                let path = Path::new(&out_dir).join(format!("{name}.second.wgsl"));
+                std::fs::write(&path, text).unwrap();
+                path
+            });
             for t in &ts {
                 let suffix = format!("_{t}.wgsl");
                 assert!(
@@ -279,6 +503,14 @@ fn main() {
                 )
                 .unwrap();
             }
+            if let Some(path) = &pair {
+                write!(
+                    parts,
+                    "include_str!({:?}), \"\\n\", ",
+                    path.display().to_string()
+                )
+                .unwrap();
+            }
             writeln!(
                 out,
                 "    ({name:?}, concat!({parts}include_str!({:?}))),",
@@ -288,6 +520,6 @@ fn main() {
         }
     }
     out.push_str("];\n");
-    let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("shaders.rs");
+    let dest = Path::new(&out_dir).join("shaders.rs");
     std::fs::write(dest, out).unwrap();
 }

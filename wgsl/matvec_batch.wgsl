@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/mat_io.wgsl
+// tandem:include common/matvec_io.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/act.wgsl
 // tandem:include common/unit32.wgsl
@@ -33,10 +34,6 @@ override GLU: u32 = 0u;   // 1: W is [G; U], n_rows the outputs (kernels::glu_sm
 override NORM: u32 = 0u;  // 1: the RMSNorm prologue (norm_w, p.eps)
 
 const BATCH: u32 = 8u;  // tokens a workgroup (kernels::mat: MATVEC_BATCH_GROUP)
-
-
-@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
-@group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 // With GLU, the up rows' sums of the workgroup's outputs (two vec4s of tokens each).
 var<workgroup> up_sums: array<vec4<f32>, ROWS>;

@@ -1,14 +1,12 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/mat_io.wgsl
+// tandem:include common/matvec_io.wgsl
 // tandem:include common/rms_fold.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/unit_dot.wgsl
 // The row pass of the decode matvec (matvec.wgsl has its work split), shared by matvec.wgsl and
 // matvec_route.wgsl (the same product with the router's shares in its epilogue). Include-only;
 // the includer has WG, ROWS and RPT.
-
-@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
-@group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 // The RPT rows row0 .. of the invocation's group (`lane` of `threads`), dotted with x' and scaled
 // by the norm prologue's s, in every invocation of the group. Every invocation calls it, in

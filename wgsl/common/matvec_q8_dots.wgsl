@@ -1,5 +1,6 @@
 // tandem:include common/bits.wgsl
 // tandem:include common/mat_io.wgsl
+// tandem:include common/matvec_io.wgsl
 // tandem:include common/rms_fold.wgsl
 // tandem:include common/reduce.wgsl
 // tandem:include common/q8_stage.wgsl
@@ -10,9 +11,6 @@
 
 const Q8_TOKENS: u32 = 1u;
 const Q8_CHUNK: u32 = 4096u;
-
-@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;  // [n_cols] or unused
-@group(0) @binding(7) var<storage, read> wv: array<vec4<u32>>;  // binding 0 as 16-byte runs
 
 // The one token's x (common/q8_stage.wgsl).
 fn x_row(t: u32) -> u32 {

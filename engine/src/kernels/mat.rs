@@ -11,6 +11,7 @@ use super::dispatch::{
 };
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
+use super::matvec_pair::{matvec_pair, pair_kernel};
 use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
@@ -308,6 +309,13 @@ pub fn mat(
     if let Some(xh) = opts.x_f16.filter(|_| coop) {
         out.push(to_f16(gpu, x, xh, step, w.n_cols, opts.rows, opts.when)?);
     }
+    // Two chunks of different types take one decode dispatch between them where a pair kernel
+    // has them; their own dispatches then take the other passes only.
+    let pair = pair_kernel(gpu, w, opts.matvec);
+    let paired = pair.is_some();
+    if let Some(pair) = pair {
+        out.push(matvec_pair(gpu, w, x, y, step, dummy, opts, pair)?);
+    }
     for chunk in &w.chunks {
         let q = qtype_suffix(chunk.ty)?;
         let shape = opts
@@ -380,6 +388,7 @@ pub fn mat(
                 }
                 match rows.count(s) {
                     0 => None,
+                    1 if paired => None,
                     1 => Some((0, grid_2d(n_rows.div_ceil(matvec_rows)))),
                     n @ 2..=MATVEC_BATCH => {
                         let [gx, gy, _] = grid_2d(n_rows.div_ceil(batch_rows));

@@ -17,6 +17,7 @@ pub mod embed;
 pub mod ffn_in;
 pub mod glu;
 pub mod mat;
+pub mod matvec_pair;
 pub mod moe;
 pub mod norm;
 pub mod rope;
@@ -60,6 +61,7 @@ pub(crate) use dispatch::{f32s, grid_2d, key, qtype_suffix, IN2_OUT_LAYOUT, IN_O
 #[cfg(test)]
 pub(crate) const BINDS: &[&[KernelBinds]] = &[
     mat::BINDS,
+    matvec_pair::BINDS,
     route_share::BINDS,
     ffn_in::BINDS,
     glu::BINDS,

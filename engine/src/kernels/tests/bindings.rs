@@ -19,8 +19,8 @@ fn qtype_suffixes() -> Vec<&'static str> {
         .collect()
 }
 
-/// The entries whose kernel `variant` is a variant of: `<stem>` or `<stem>_<qtype>`, either
-/// with `_sg`.
+/// The entries whose kernel `variant` is a variant of: `<stem>`, `<stem>_<qtype>` or (a pair,
+/// build.rs's `tandem:pairs`) `<stem>_<qtype>_<qtype>`, either with `_sg`.
 fn entries_of(variant: &str, suffixes: &[&str]) -> Vec<&'static KernelBinds> {
     let base = variant.strip_suffix("_sg").unwrap_or(variant);
     let base = base.strip_suffix("_kv32").unwrap_or(base);
@@ -32,7 +32,14 @@ fn entries_of(variant: &str, suffixes: &[&str]) -> Vec<&'static KernelBinds> {
                 || base
                     .strip_prefix(k.stem)
                     .and_then(|rest| rest.strip_prefix('_'))
-                    .is_some_and(|q| suffixes.contains(&q))
+                    .is_some_and(|q| {
+                        suffixes.contains(&q)
+                            || suffixes.iter().any(|a| {
+                                q.strip_prefix(a)
+                                    .and_then(|b| b.strip_prefix('_'))
+                                    .is_some_and(|b| suffixes.contains(&b))
+                            })
+                    })
         })
         .collect()
 }

@@ -930,7 +930,129 @@ async fn matvec_route_adds_router_shares() {
     }
 }
 
+/// Two chunks of different types (Q4_K rows, then Q6_K rows: a Q4_K_M file's Q, K and V) take
+/// one decode dispatch where the adapter has the int8 units (matvec_q8_pair.wgsl), and their own
+/// dispatches for the other passes: one token and two against f64, in every shape of
+/// `mat_shapes` (the second chunk in the first's) and the adapter's choice, chunks that end in
+/// partial workgroups, rows past one staged chunk of x' (5,120 columns), the norm prologue, the
+/// bias and accumulate flags, and a y stride wider than the matrix.
+async fn matvec_pair_two_types_one_dispatch() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 4).unwrap();
+    let (ta, tb) = (GgmlType::Q4K, GgmlType::Q6K);
+    for (ci, &(ra, rb, cols)) in [(37usize, 19usize, 768usize), (64, 9, 5120)]
+        .iter()
+        .enumerate()
+    {
+        let seed = 900 + 10 * ci as u64;
+        let (bytes_a, wa) = random_weight(ta, ra, cols, seed);
+        let (bytes_b, wb) = random_weight(tb, rb, cols, seed + 1);
+        let (a, b) = (
+            weight(&gpu, ta, &bytes_a, ra, cols, &[]),
+            weight(&gpu, tb, &bytes_b, rb, cols, &[]),
+        );
+        let rows = ra + rb;
+        let second = WeightChunk {
+            row0: ra as u32,
+            ..b.chunks.into_iter().next().unwrap()
+        };
+        let gw = GpuWeight {
+            name: "q4_k+q6_k".into(),
+            n_rows: rows as u32,
+            n_cols: cols as u32,
+            chunks: a.chunks.into_iter().chain([second]).collect(),
+        };
+        let w: Vec<f32> = wa.iter().chain(&wb).copied().collect();
+        let stride = rows + 3;
+        let nw = random_f32(seed + 2, cols, 1.5);
+        let nb = upload(&gpu, "norm", &nw);
+        let runs = mat_shapes(&gpu).into_iter().map(Some).chain([None]);
+        for (si, shape) in runs.enumerate() {
+            for n in [1usize, 2] {
+                let flags = si + n;
+                let (with_bias, accumulate, with_norm) =
+                    (flags & 1 != 0, flags & 2 != 0, n == 1 && si % 2 == 0);
+                let x = random_f32(seed + 3 + si as u64, n * cols, 1.0);
+                let bias = random_f32(seed + 4, rows, 1.0);
+                let y0 = random_f32(seed + 5, n * stride, 1.0);
+                let (xb, bb, yb) = (
+                    upload(&gpu, "x", &x),
+                    upload(&gpu, "bias", &bias),
+                    upload(&gpu, "y", &y0),
+                );
+                let d = kernels::mat(
+                    &gpu,
+                    &gw,
+                    &xb,
+                    &yb,
+                    &step,
+                    &dummy,
+                    &MatOpts {
+                        bias: with_bias.then_some(&bb),
+                        accumulate,
+                        y_stride: Some(stride as u32),
+                        norm: with_norm.then_some((&nb, 1e-5)),
+                        when: if with_norm {
+                            When::Decode
+                        } else {
+                            When::Always
+                        },
+                        matvec: shape,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+                let s_shape = shape
+                    .unwrap_or_else(|| MatvecShape::for_matrix(&gpu, ra as u32, cols as u32, ta));
+                let paired = s_shape.takes_q8(ta) && s_shape.takes_q8(tb);
+                assert_eq!(
+                    d.len(),
+                    2 + paired as usize,
+                    "the pair's dispatch beside the chunks'"
+                );
+                let s = StepInfo::new(n as u32, 0, 1);
+                let ran = d.iter().filter(|d| (d.grid)(&s).is_some()).count();
+                assert_eq!(
+                    ran,
+                    if n == 1 && paired { 1 } else { 2 },
+                    "dispatches run for {n} tokens"
+                );
+                run_dispatches(&gpu, &d.iter().collect::<Vec<_>>(), s, &step).await;
+                let got = read(&gpu, &yb, n * stride).await;
+                let xr = if with_norm {
+                    norm_read(s_shape, ta, &x, &nw, 1e-5)
+                } else {
+                    x_read(&gpu, s_shape, ta, n, &x)
+                };
+                let (want, mag) = mat_ref(
+                    &w,
+                    &xr,
+                    (n, rows, cols, stride),
+                    with_bias.then_some(&bias[..]),
+                    &y0,
+                    accumulate,
+                );
+                let name = format!(
+                    "Q4_K {ra} + Q6_K {rb} rows x {cols} tokens {n} bias {with_bias} accumulate {accumulate} norm {with_norm} {}",
+                    shape_name(&gpu, s_shape)
+                );
+                let rel = if with_norm { 2e-3 } else { REL_TOL };
+                assert_close(
+                    mat_path(&gpu, n),
+                    &name,
+                    &got,
+                    &want,
+                    NMSE_TOL.max(if with_norm { 1e-10 } else { 0.0 }),
+                    rel * mag,
+                );
+            }
+        }
+    }
+}
+
 super::gpu_tests!(
+    matvec_pair_two_types_one_dispatch,
     matvec_route_adds_router_shares,
     mat_every_type_and_shape,
     matvec_norm_prologue_and_output_rows,

@@ -1,0 +1,142 @@
+//! The decode matvec over a matrix of two chunks of different weight types in one dispatch
+//! (matvec_q8_pair.wgsl): a Q4_K_M file keeps the attention's Q and K in Q4_K and V in Q6_K in
+//! half its layers, so their stacked product has two chunks, and each chunk's dispatch waits
+//! for the one before it (wgpu orders every dispatch that writes a buffer after all earlier
+//! work in the pass). [`mat`](super::mat::mat) takes it for the decode steps of such a matrix.
+
+use bytemuck::Zeroable;
+
+use super::dispatch::{grid_2d, Cost, Dispatch};
+#[cfg(test)]
+use super::dispatch::{KernelBinds, StepUniform};
+use super::mat::{mat_cost_rule, GpuWeight, MatOpts, MatParams, MAT_LAYOUT};
+use super::shape::MatvecShape;
+#[cfg(test)]
+use super::shape::MATVEC_WG;
+use crate::gpu::{Binding, Gpu};
+use crate::Result;
+
+/// matvec_q8_pair.wgsl's bindings: the matrix products' first eight (`mat::MAT_LAYOUT`; the
+/// first chunk's), then the second chunk's weights, their 16-byte view and its parameters.
+const PAIR_LAYOUT: &[Binding] = &[
+    MAT_LAYOUT[0],
+    MAT_LAYOUT[1],
+    MAT_LAYOUT[2],
+    MAT_LAYOUT[3],
+    MAT_LAYOUT[4],
+    MAT_LAYOUT[5],
+    MAT_LAYOUT[6],
+    MAT_LAYOUT[7],
+    Binding::Read,
+    Binding::Read,
+    Binding::Uniform,
+];
+
+#[cfg(test)]
+pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
+    stem: "matvec_q8_pair",
+    layout: PAIR_LAYOUT,
+    unused: &[],
+    uniforms: &[
+        (4, size_of::<MatParams>()),
+        (5, size_of::<StepUniform>()),
+        (10, size_of::<MatParams>()),
+    ],
+    constants: &[("WG", MATVEC_WG)],
+}];
+
+/// The pair kernel and its shape for the decode steps of `w` in `shape` (`None`: the adapter's
+/// choice for its first chunk), where `w` has two chunks of different types whose pair has a
+/// variant and both take the `_q8` units in that shape.
+pub(super) fn pair_kernel(
+    gpu: &Gpu,
+    w: &GpuWeight,
+    shape: Option<MatvecShape>,
+) -> Option<(String, MatvecShape)> {
+    let [a, b] = w.chunks.as_slice() else {
+        return None;
+    };
+    let shape = shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, a.n_rows, w.n_cols, a.ty));
+    if a.ty == b.ty || !shape.takes_q8(a.ty) || !shape.takes_q8(b.ty) {
+        return None;
+    }
+    let name = format!(
+        "matvec_q8_pair_{}_{}",
+        super::dispatch::qtype_suffix(a.ty).ok()?,
+        super::dispatch::qtype_suffix(b.ty).ok()?
+    );
+    crate::gpu::shaders::source(&name).map(|_| (name, shape))
+}
+
+/// The decode step's `y (+)= W x (+ bias)` over both chunks of `w` in one dispatch, with `opts`
+/// as [`mat`](super::mat::mat) takes them (`kernel`, `shape`: [`pair_kernel`]'s). It runs for
+/// passes whose rows count one token; `mat`'s per-chunk dispatches skip those.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn matvec_pair(
+    gpu: &Gpu,
+    w: &GpuWeight,
+    x: &wgpu::Buffer,
+    y: &wgpu::Buffer,
+    step: &wgpu::Buffer,
+    dummy: &wgpu::Buffer,
+    opts: &MatOpts,
+    (kernel, shape): (String, MatvecShape),
+) -> Result<Dispatch> {
+    let [a, b] = w.chunks.as_slice() else {
+        unreachable!("pair_kernel takes two chunks");
+    };
+    let params = |c: &super::mat::WeightChunk| MatParams {
+        n_rows: c.n_rows,
+        n_cols: w.n_cols,
+        y_stride: opts.y_stride.unwrap_or(w.n_rows),
+        y_offset: c.row0,
+        flags: opts.bias.is_some() as u32
+            | (opts.accumulate as u32) << 1
+            | (opts.norm.is_some() as u32) << 2,
+        rows_mode: opts.rows.mode(),
+        eps: opts.norm.map_or(0.0, |n| n.1),
+        ..Zeroable::zeroed()
+    };
+    let (pa, pb) = (
+        gpu.uniform(&w.name, &params(a)),
+        gpu.uniform(&w.name, &params(b)),
+    );
+    let rows = shape.workgroup_rows();
+    let workgroups = a.n_rows.div_ceil(rows) + b.n_rows.div_ceil(rows);
+    let key = shape.rows_key(gpu, kernel, PAIR_LAYOUT)?;
+    let (cost_a, cost_b) = (
+        mat_cost_rule(a, w.n_cols, opts),
+        mat_cost_rule(b, w.n_cols, opts),
+    );
+    let (rows_of, when) = (opts.rows, opts.when);
+    Ok(Dispatch {
+        label: w.name.clone(),
+        pipelines: vec![gpu.pipeline(&key)?],
+        bind_group: gpu.bind_group(
+            PAIR_LAYOUT,
+            &[
+                &a.buffer,
+                x,
+                y,
+                opts.bias.unwrap_or(dummy),
+                &pa,
+                step,
+                opts.norm.map_or(dummy, |n| n.0),
+                &a.buffer,
+                &b.buffer,
+                &b.buffer,
+                &pb,
+            ],
+        ),
+        grid: Box::new(move |s| {
+            (when.admits(s) && rows_of.count(s) == 1).then(|| (0, grid_2d(workgroups)))
+        }),
+        cost: Box::new(move |s| {
+            let (ca, cb) = (cost_a(s), cost_b(s));
+            Cost {
+                bytes: ca.bytes + cb.bytes,
+                flops: ca.flops + cb.flops,
+            }
+        }),
+    })
+}
