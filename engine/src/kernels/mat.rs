@@ -85,8 +85,8 @@ pub(super) struct MatParams {
 }
 
 impl MatParams {
-    /// The parameters of the products over chunk `chunk` of `w` with `opts` (`mat`'s, and the
-    /// route kernels' before their own fields).
+    /// The parameters of the products over chunk `chunk` of `w` with `opts` (`mat`'s, the pair's,
+    /// and the route kernels' before their own fields).
     pub(super) fn of_chunk(w: &GpuWeight, chunk: &WeightChunk, opts: &MatOpts) -> MatParams {
         MatParams {
             n_rows: chunk.n_rows,

@@ -4,8 +4,6 @@
 //! for the one before it (wgpu orders every dispatch that writes a buffer after all earlier
 //! work in the pass). [`mat`](super::mat::mat) takes it for the decode steps of such a matrix.
 
-use bytemuck::Zeroable;
-
 use super::dispatch::{grid_2d, Cost, Dispatch};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
@@ -85,21 +83,9 @@ pub(super) fn matvec_pair(
     let [a, b] = w.chunks.as_slice() else {
         unreachable!("pair_kernel takes two chunks");
     };
-    let params = |c: &super::mat::WeightChunk| MatParams {
-        n_rows: c.n_rows,
-        n_cols: w.n_cols,
-        y_stride: opts.y_stride.unwrap_or(w.n_rows),
-        y_offset: c.row0,
-        flags: opts.bias.is_some() as u32
-            | (opts.accumulate as u32) << 1
-            | (opts.norm.is_some() as u32) << 2,
-        rows_mode: opts.rows.mode(),
-        eps: opts.norm.map_or(0.0, |n| n.1),
-        ..Zeroable::zeroed()
-    };
     let (pa, pb) = (
-        gpu.uniform(&w.name, &params(a)),
-        gpu.uniform(&w.name, &params(b)),
+        gpu.uniform(&w.name, &MatParams::of_chunk(w, a, opts)),
+        gpu.uniform(&w.name, &MatParams::of_chunk(w, b, opts)),
     );
     let rows = shape.workgroup_rows();
     let workgroups = a.n_rows.div_ceil(rows) + b.n_rows.div_ceil(rows);
