@@ -200,7 +200,18 @@ fn suffix_names(text: &str, names: &[String]) -> String {
     let mut chars = text.char_indices().peekable();
     let mut prev = ' ';
     while let Some((i, c)) = chars.next() {
-        if c.is_alphabetic() || c == '_' {
+        if c.is_ascii_digit() {
+            // A number, suffix and hex digits included (`4u`, `0x0fu`): not an identifier.
+            out.push(c);
+            while let Some(&(_, d)) = chars.peek() {
+                if !(d.is_alphanumeric() || d == '_' || d == '.') {
+                    break;
+                }
+                out.push(d);
+                chars.next();
+            }
+            prev = '0';
+        } else if c.is_alphabetic() || c == '_' {
             let mut end = i + c.len_utf8();
             while let Some(&(j, d)) = chars.peek() {
                 if !(d.is_alphanumeric() || d == '_') {
