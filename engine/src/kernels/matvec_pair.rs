@@ -11,24 +11,15 @@ use super::mat::{mat_cost_rule, GpuWeight, MatOpts, MatParams, MAT_LAYOUT};
 use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
-use crate::gpu::{Binding, Gpu};
+use crate::gpu::{layout_with, Binding, Gpu};
 use crate::Result;
 
 /// matvec_q8_pair.wgsl's bindings: the matrix products' first eight (`mat::MAT_LAYOUT`; the
 /// first chunk's), then the second chunk's weights, their 16-byte view and its parameters.
-const PAIR_LAYOUT: &[Binding] = &[
-    MAT_LAYOUT[0],
-    MAT_LAYOUT[1],
-    MAT_LAYOUT[2],
-    MAT_LAYOUT[3],
-    MAT_LAYOUT[4],
-    MAT_LAYOUT[5],
-    MAT_LAYOUT[6],
-    MAT_LAYOUT[7],
-    Binding::Read,
-    Binding::Read,
-    Binding::Uniform,
-];
+const PAIR_LAYOUT: &[Binding] = &layout_with::<11>(
+    MAT_LAYOUT.split_at(8).0,
+    &[Binding::Read, Binding::Read, Binding::Uniform],
+);
 
 #[cfg(test)]
 pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
