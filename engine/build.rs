@@ -35,6 +35,8 @@
 //!   such lines multiply: `<v>`, `<v>_<t1>`, `<v>_<t2>`, `<v>_<t1>_<t2>`. Used for the KV cache's
 //!   element (`kv32`: common/kv_f16_kv32.wgsl, an f32 cache) and for split attention's parts
 //!   (`last`: common/attn_parts_last.wgsl, the last part's workgroup merges them).
+//! - `// tandem:with <t>`: as `tandem:twin <t>`, but only the twinned variants, named `<v>`: a
+//!   kernel that always takes the `_<t>` helpers (the pair kernel's `narrow` Q6_K unit).
 //!
 //! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source) and
 //! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source, and `ENABLE_COOP`, the lines that
@@ -242,8 +244,13 @@ fn suffix_names(text: &str, names: &[String]) -> String {
 /// twins and the row pass that calls them), with every name they declare and every name the
 /// kernel itself declares with [`PAIR_SUFFIX`] (its second chunk's bindings) suffixed, so both
 /// chunks' code lives in one module. Helpers both types share are included once and see the first
-/// chunk's bindings.
-fn pair_copy(wgsl: &Path, kernel: &Path, a: &[PathBuf], b: (&[PathBuf], &Twins)) -> String {
+/// chunk's bindings. Returns the code and the files copied.
+fn pair_copy(
+    wgsl: &Path,
+    kernel: &Path,
+    a: &[PathBuf],
+    b: (&[PathBuf], &Twins),
+) -> (String, Vec<PathBuf>) {
     let (a_files, mut b_files) = (a, Vec::new());
     resolve(wgsl, b.0, b.1, &mut b_files);
     let b = b.1;
@@ -284,7 +291,7 @@ fn pair_copy(wgsl: &Path, kernel: &Path, a: &[PathBuf], b: (&[PathBuf], &Twins))
             );
         }
     }
-    copied
+    let text = copied
         .iter()
         .map(|f| {
             format!(
@@ -293,7 +300,8 @@ fn pair_copy(wgsl: &Path, kernel: &Path, a: &[PathBuf], b: (&[PathBuf], &Twins))
                 suffix_names(&read(f), &names)
             )
         })
-        .collect()
+        .collect();
+    (text, copied)
 }
 
 /// Which twins a variant takes.
@@ -341,6 +349,7 @@ fn main() {
         let mut pairs: Vec<(String, String)> = Vec::new();
         let mut subgroups = false;
         let mut twins: Vec<String> = Vec::new();
+        let mut with: Vec<String> = Vec::new();
         let mut coop = false;
         for line in text.lines() {
             let Some(d) = line.trim().strip_prefix("// tandem:") else {
@@ -376,6 +385,8 @@ fn main() {
                 subgroups = true;
             } else if let Some(t) = d.strip_prefix("twin ") {
                 twins.push(t.trim().to_string());
+            } else if let Some(t) = d.strip_prefix("with ") {
+                with.push(t.trim().to_string());
             } else if d.trim() == "coop" {
                 coop = true;
             } else {
@@ -410,9 +421,11 @@ fn main() {
         } else {
             vec![(stem.clone(), includes.clone(), None, None)]
         };
-        // Each variant with every subset of the twins, in the directives' order.
+        // Each variant with the `with` twins and every subset of the others, in the directives'
+        // order.
+        let with: Vec<&str> = with.iter().map(String::as_str).collect();
         let mut variants: Vec<(Variant, Vec<&str>)> =
-            variants.into_iter().map(|v| (v, Vec::new())).collect();
+            variants.into_iter().map(|v| (v, with.clone())).collect();
         for t in &twins {
             variants = variants
                 .into_iter()
@@ -428,8 +441,13 @@ fn main() {
         let variants: Vec<(Variant, Vec<&str>, bool)> = variants
             .into_iter()
             .flat_map(|(v, ts)| {
-                let sg = subgroups
-                    .then(|| ((format!("{}_sg", v.0), v.1.clone(), v.2, v.3), ts.clone(), true));
+                let sg = subgroups.then(|| {
+                    (
+                        (format!("{}_sg", v.0), v.1.clone(), v.2, v.3),
+                        ts.clone(),
+                        true,
+                    )
+                });
                 std::iter::once((v, ts, false)).chain(sg)
             })
             .collect();
@@ -449,7 +467,7 @@ fn main() {
             let pair = second.map(|b| {
                 let mut direct_b = includes.clone();
                 direct_b.push(wgsl.join(format!("common/quant_{b}.wgsl")));
-                let text = pair_copy(
+                let (text, files) = pair_copy(
                     &wgsl,
                     file,
                     &incs,
@@ -464,12 +482,14 @@ fn main() {
                 );
                 let path = Path::new(&out_dir).join(format!("{name}.second.wgsl"));
                 std::fs::write(&path, text).unwrap();
-                path
+                (path, files)
             });
             for t in &ts {
                 let suffix = format!("_{t}.wgsl");
+                let pair_files = pair.iter().flat_map(|p| &p.1);
                 assert!(
                     incs.iter()
+                        .chain(pair_files)
                         .any(|f| f.to_str().is_some_and(|s| s.ends_with(&suffix))),
                     "{}: `tandem:twin {t}`, but no included helper has a `_{t}` twin",
                     file.display()
@@ -514,7 +534,7 @@ fn main() {
                 )
                 .unwrap();
             }
-            if let Some(path) = &pair {
+            if let Some((path, _)) = &pair {
                 write!(
                     parts,
                     "include_str!({:?}), \"\\n\", ",

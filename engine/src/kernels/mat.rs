@@ -310,7 +310,7 @@ pub fn mat(
         out.push(to_f16(gpu, x, xh, step, w.n_cols, opts.rows, opts.when)?);
     }
     // Two chunks of different types take one decode dispatch between them where a pair kernel
-    // has them; their own dispatches then take the other passes only.
+    // has them and fits the shape; their own dispatches then take the other passes only.
     let pair = pair_kernel(gpu, w, opts.matvec);
     let paired = pair.is_some();
     if let Some(pair) = pair {

@@ -2,7 +2,8 @@
 //! (matvec_q8_pair.wgsl): a Q4_K_M file keeps the attention's Q and K in Q4_K and V in Q6_K in
 //! half its layers, so their stacked product has two chunks, and each chunk's dispatch waits
 //! for the one before it (wgpu orders every dispatch that writes a buffer after all earlier
-//! work in the pass). [`mat`](super::mat::mat) takes it for the decode steps of such a matrix.
+//! work in the pass). [`mat`](super::mat::mat) takes it for the decode steps of such a matrix
+//! where [`pair_fits`] its shape.
 
 use super::dispatch::{grid_2d, Cost, Dispatch};
 #[cfg(test)]
@@ -12,6 +13,7 @@ use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
 use crate::gpu::{layout_with, Binding, Gpu};
+use crate::quant::GgmlType;
 use crate::Result;
 
 /// matvec_q8_pair.wgsl's bindings: the matrix products' first eight (`mat::MAT_LAYOUT`; the
@@ -34,9 +36,27 @@ pub(crate) const BINDS: &[KernelBinds] = &[KernelBinds {
     constants: &[("WG", MATVEC_WG)],
 }];
 
+/// Most weight bytes a pair workgroup of the second chunk may read ([`pair_fits`]). The pair
+/// runs the second chunk in the first's shape, so where the second alone would take the f32
+/// kernel's many small workgroups, its rows pile into few, long ones. H100, the attention
+/// projections' V in Q6_K: Qwen3-30B-A3B's (2048 columns, 16 rows: 26,880 bytes a workgroup)
+/// decode 294.4 -> 303.4 tok/s paired; Qwen3-8B's (4096 columns: 53,760 bytes) 273.0 -> 269.0
+/// (bench/RESULTS.md, forty-second session).
+const PAIR_WG_BYTES: u64 = 32 << 10;
+
+/// Whether the pair kernel in `shape` serves a second chunk of type `b` with `n_cols` columns:
+/// both chunks' types take the `_q8` units in it, and the second's workgroups read at most
+/// [`PAIR_WG_BYTES`].
+pub(crate) fn pair_fits(shape: MatvecShape, a: GgmlType, b: GgmlType, n_cols: u32) -> bool {
+    let wg_bytes = b
+        .bytes_for(n_cols as u64)
+        .map(|row| shape.workgroup_rows() as u64 * row);
+    a != b && shape.takes_q8(a) && shape.takes_q8(b) && wg_bytes.is_some_and(|n| n <= PAIR_WG_BYTES)
+}
+
 /// The pair kernel and its shape for the decode steps of `w` in `shape` (`None`: the adapter's
 /// choice for its first chunk), where `w` has two chunks of different types whose pair has a
-/// variant and both take the `_q8` units in that shape.
+/// variant and [`pair_fits`] that shape.
 pub(super) fn pair_kernel(
     gpu: &Gpu,
     w: &GpuWeight,
@@ -46,7 +66,7 @@ pub(super) fn pair_kernel(
         return None;
     };
     let shape = shape.unwrap_or_else(|| MatvecShape::for_matrix(gpu, a.n_rows, w.n_cols, a.ty));
-    if a.ty == b.ty || !shape.takes_q8(a.ty) || !shape.takes_q8(b.ty) {
+    if !pair_fits(shape, a.ty, b.ty, w.n_cols) {
         return None;
     }
     let name = format!(

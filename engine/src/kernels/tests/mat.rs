@@ -18,6 +18,7 @@ use super::{
     assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer, upload,
 };
 use crate::gpu::Gpu;
+use crate::kernels::matvec_pair::pair_fits;
 use crate::kernels::{
     self, Activation, GpuWeight, MatOpts, MatvecShape, Rows, StepInfo, WeightChunk, When,
 };
@@ -968,6 +969,7 @@ async fn matvec_pair_two_types_one_dispatch() {
         let nw = random_f32(seed + 2, cols, 1.5);
         let nb = upload(&gpu, "norm", &nw);
         let runs = mat_shapes(&gpu).into_iter().map(Some).chain([None]);
+        let mut paired_shapes = 0;
         for (si, shape) in runs.enumerate() {
             for n in [1usize, 2] {
                 let flags = si + n;
@@ -1005,7 +1007,8 @@ async fn matvec_pair_two_types_one_dispatch() {
                 .unwrap();
                 let s_shape = shape
                     .unwrap_or_else(|| MatvecShape::for_matrix(&gpu, ra as u32, cols as u32, ta));
-                let paired = s_shape.takes_q8(ta) && s_shape.takes_q8(tb);
+                let paired = pair_fits(s_shape, ta, tb, cols as u32);
+                paired_shapes += (n == 1 && paired) as usize;
                 assert_eq!(
                     d.len(),
                     2 + paired as usize,
@@ -1048,6 +1051,10 @@ async fn matvec_pair_two_types_one_dispatch() {
                 );
             }
         }
+        assert!(
+            paired_shapes > 0,
+            "{ra} + {rb} rows x {cols}: no shape took the pair"
+        );
     }
 }
 

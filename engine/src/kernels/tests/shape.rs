@@ -80,6 +80,34 @@ async fn matvec_rows_for_a_gpu_matrix() {
     assert_eq!(gpu_matvec_rows(4, 2048, 8 * 768 / 32), 4);
 }
 
+/// The pair kernel takes two chunks of different types that both take the `_q8` units, where the
+/// second chunk's workgroups read at most 32 KiB: the attention projections' V of the
+/// Qwen3-30B-A3B shape (Q6_K, 2048 columns) in 16-row workgroups, not Qwen3-8B's (4096).
+async fn pair_where_the_second_chunk_fits() {
+    use crate::kernels::matvec_pair::pair_fits;
+    let (q4, q6) = (GgmlType::Q4K, GgmlType::Q6K);
+    let shape = MatvecShape {
+        rows: 4,
+        per_thread: 4,
+        subgroups: true,
+        int8: true,
+    };
+    assert!(pair_fits(shape, q4, q6, 2048));
+    assert!(!pair_fits(shape, q4, q6, 4096));
+    assert!(
+        !pair_fits(shape, q4, q4, 2048),
+        "one type: one dispatch already"
+    );
+    let f32_units = MatvecShape {
+        int8: false,
+        ..shape
+    };
+    assert!(
+        !pair_fits(f32_units, q4, q6, 2048),
+        "the pair has only `_q8` units"
+    );
+}
+
 /// On a GPU, the small passes' f32 kernel gives a row about as many threads as it has units of 32
 /// weights (at least 32), and a workgroup at most 8 KiB of weights where fewer rows allow.
 async fn batch_rows_for_a_gpu_matrix() {
@@ -100,6 +128,7 @@ async fn batch_rows_for_a_gpu_matrix() {
 super::gpu_tests!(
     batch_rows_for_a_gpu_matrix,
     matvec_rows_for_a_gpu_matrix,
+    pair_where_the_second_chunk_fits,
     matvec_subgroup_variant_where_it_fits,
     matvec_rows_per_workgroup_must_split_the_workgroup
 );
