@@ -491,7 +491,8 @@ fn main() {
                     incs.iter()
                         .chain(pair_files)
                         .any(|f| f.to_str().is_some_and(|s| s.ends_with(&suffix))),
-                    "{}: `tandem:twin {t}`, but no included helper has a `_{t}` twin",
+                    "{}: `tandem:twin {t}` or `tandem:with {t}`, but no included helper has a \
+                     `_{t}` twin",
                     file.display()
                 );
             }

@@ -218,6 +218,31 @@ impl Default for MatOpts<'_> {
     }
 }
 
+/// The first eight bindings of [`MAT_LAYOUT`] for a chunk's weights `buffer` and its
+/// parameters `params`, which the pair kernel (matvec_pair.rs) shares: weights, x, y, the bias,
+/// the parameters, the step, the norm's weights and the weights' 16-byte view (`dummy` where
+/// `opts` has no bias or norm).
+pub(super) fn chunk_bindings<'a>(
+    buffer: &'a wgpu::Buffer,
+    x: &'a wgpu::Buffer,
+    y: &'a wgpu::Buffer,
+    params: &'a wgpu::Buffer,
+    step: &'a wgpu::Buffer,
+    dummy: &'a wgpu::Buffer,
+    opts: &MatOpts<'a>,
+) -> [&'a wgpu::Buffer; 8] {
+    [
+        buffer,
+        x,
+        y,
+        opts.bias.unwrap_or(dummy),
+        params,
+        step,
+        opts.norm.map_or(dummy, |n| n.0),
+        buffer,
+    ]
+}
+
 pub(super) fn check_cols(w: &GpuWeight) -> Result<()> {
     if !w.n_cols.is_multiple_of(32) {
         return Err(crate::Error::InvalidArgument(format!(
@@ -363,16 +388,10 @@ pub fn mat(
         let bind_group = gpu.bind_group(
             MAT_LAYOUT,
             &[
-                &chunk.buffer,
-                x,
-                y,
-                opts.bias.unwrap_or(dummy),
-                &pbuf,
-                step,
-                opts.norm.map_or(dummy, |n| n.0),
-                &chunk.buffer,
-                opts.x_q8.or(opts.x_f16).unwrap_or(dummy),
-            ],
+                &chunk_bindings(&chunk.buffer, x, y, &pbuf, step, dummy, opts)[..],
+                &[opts.x_q8.or(opts.x_f16).unwrap_or(dummy)],
+            ]
+            .concat(),
         );
         let (rows, when) = (opts.rows, opts.when);
         let (batch_tokens, batch): (Vec<u32>, Vec<_>) = batch.into_iter().unzip();

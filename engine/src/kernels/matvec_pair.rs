@@ -8,7 +8,7 @@
 use super::dispatch::{grid_2d, Cost, Dispatch};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
-use super::mat::{mat_cost_rule, GpuWeight, MatOpts, MatParams, MAT_LAYOUT};
+use super::mat::{chunk_bindings, mat_cost_rule, GpuWeight, MatOpts, MatParams, MAT_LAYOUT};
 use super::shape::MatvecShape;
 #[cfg(test)]
 use super::shape::MATVEC_WG;
@@ -112,18 +112,10 @@ pub(super) fn matvec_pair(
         bind_group: gpu.bind_group(
             PAIR_LAYOUT,
             &[
-                &a.buffer,
-                x,
-                y,
-                opts.bias.unwrap_or(dummy),
-                &pa,
-                step,
-                opts.norm.map_or(dummy, |n| n.0),
-                &a.buffer,
-                &b.buffer,
-                &b.buffer,
-                &pb,
-            ],
+                &chunk_bindings(&a.buffer, x, y, &pa, step, dummy, opts)[..],
+                &[&b.buffer, &b.buffer, &pb],
+            ]
+            .concat(),
         ),
         grid: Box::new(move |s| {
             (when.admits(s) && rows_of.count(s) == 1).then(|| (0, grid_2d(workgroups)))
