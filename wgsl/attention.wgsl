@@ -25,7 +25,7 @@
 // Per tile:
 // - scores: 4 threads per key, thread (key, lane) dots the vec4 chunks lane, lane + 4, ... of K[key]
 //   with those of each of the GQ queries (in workgroup memory); the partial dots meet in workgroup
-//   memory;
+//   memory, where a thread of its own sums each (head, key)'s four;
 // - output: thread (c, g) owns vec4 chunk c of the GQ outputs for keys g, g + KG, ... of the tile
 //   (KG = 256 / (HD / 4) key groups), so HD / 4 adjacent threads read one whole V row.
 // Each thread holds its keys' and values' chunks of a tile in registers, loaded a tile ahead (the
@@ -318,20 +318,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             dots[g * TK + sk][lane] = dv[g];
         }
         workgroupBarrier();
-        // Thread k < TK: the scores of key k. Each head's tile max in two levels (8 threads take
-        // 8 scores each, then every thread reads the 8 maxima).
-        if (lid < TK) {
-            for (var g = 0u; g < GQ; g++) {
-                var sc = NEG;
-                if (s0 + lid < end) {
-                    let dd = dots[g * TK + lid];
-                    sc = (dd.x + dd.y + dd.z + dd.w) * p.scale;
-                    if (p.softcap > 0.0) {
-                        sc = p.softcap * tanh(sc / p.softcap);
-                    }
+        // Thread j < GQ TK: the score of pair j = (head, key), a thread a pair (64 threads taking
+        // a key's GQ scores each were 1.8% slower at 4k, bench/RESULTS.md, forty-fifth session).
+        // Then each head's tile max in two levels (8 threads take 8 scores each, then every
+        // thread reads the 8 maxima).
+        if (lid < GQ * TK) {
+            var sc = NEG;
+            if (s0 + lid % TK < end) {
+                let dd = dots[lid];
+                sc = (dd.x + dd.y + dd.z + dd.w) * p.scale;
+                if (p.softcap > 0.0) {
+                    sc = p.softcap * tanh(sc / p.softcap);
                 }
-                scores[g * TK + lid] = sc;
             }
+            scores[lid] = sc;
         }
         workgroupBarrier();
         if (lid < GQ * (TK / 8u)) {
