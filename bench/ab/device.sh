@@ -4,8 +4,9 @@
 # call). Each build decodes each model in the order ORDER (default A B B A over the builds, so a
 # drift of the GPU's clocks shows as a difference between the two runs of one build), then each
 # build's greedy text is hashed (identical across builds unless the change alters the
-# numerics). Models come from `tandem-gen --preset P` and are kept in $WORK for later calls while
-# the machine stays warm.
+# numerics; a second hash after a 4,200-token prompt covers the kernels only long contexts take).
+# Models come from `tandem-gen --preset P` and are kept in $WORK for later calls while the machine
+# stays warm.
 #
 #   bench/ab/device.sh NAME=BINARY [NAME=BINARY ...]     (BINARY: a `tandem` binary, or one as .xz)
 #
@@ -14,7 +15,11 @@
 # once per model after the builds), BENCH_ARGS ("-c 1024 --prompts 3 -p 512 -n 128"), LLAMA_ARGS
 # ("-ngl 99 -fa 1 -p 0 -n 128 -d 512 -r 3": decode at the depth Tandem's runs decode at), WORK
 # (/tmp/tandem-ab), BUDGET (seconds the script may take; runs that would start past it are
-# skipped, 540). Prints each run's decode line and a summary table; the log is $WORK/ab.log.
+# skipped, 540), PROFILES (`tandem bench` argument sets separated by ';', each run once per build
+# and model after the hashes, e.g. "-c 1024 --prompts 1 -p 512 -n 16 --profile; -c 1024 --prompts
+# 1 -p 512 -n 16 --profile --profile-tokens 4 --pass-tokens 2,4,8": each output goes whole to
+# $WORK/profile-BUILD-PRESET-I.txt, and to $OUT where the device call sets it). Prints each run's
+# decode line and a summary table; the log is $WORK/ab.log.
 set -uo pipefail
 WORK=${WORK:-/tmp/tandem-ab}
 mkdir -p "$WORK/bin" "$WORK/models"
@@ -67,13 +72,38 @@ for p in "${presets[@]}"; do
     runs[$b,$p]="${runs[$b,$p]:-}${runs[$b,$p]:+, }${tok:-failed}"
   done
 done
+# The first 8 hex digits of the md5 of build $1's greedy text on model $2 (then `run`'s prompt
+# arguments), or "failed" where it printed nothing.
+greedy_md5() {
+  local out
+  out=$(timeout 60 "$WORK/bin/$1" run -q -m "$WORK/models/$2.gguf" "${@:3}" -n 40 --temperature 0 \
+    --ignore-eos 2>/dev/null)
+  if [ -n "$out" ]; then md5sum <<< "$out" | cut -c1-8; else echo failed; fi
+}
+# About 4,200 tokens of the synthetic models' vocabulary: decode after it takes the grouped attention.
+long=$(for _ in $(seq 70); do printf 'the city grew along the river and its people built bridges, '; done)
 for p in "${presets[@]}"; do
   [ -s "$WORK/models/$p.gguf" ] || continue
   for b in "${names[@]}"; do
-    [ "$(left)" -gt 20 ] || break
-    md5=$(timeout 60 "$WORK/bin/$b" run -q -m "$WORK/models/$p.gguf" -p "The history of the city" -n 40 \
-      --temperature 0 --ignore-eos 2>/dev/null | md5sum | cut -c1-8)
-    say "greedy md5 $b $p: $md5"
+    [ "$(left)" -gt 30 ] || break
+    md5=$(greedy_md5 "$b" "$p" -p "The history of the city")
+    md5_long=$(greedy_md5 "$b" "$p" -c 8192 -p "$long")
+    say "greedy md5 $b $p: $md5, after 4k: $md5_long"
+  done
+done
+IFS=';' read -r -a profiles <<< "${PROFILES:-}"
+for p in "${presets[@]}"; do
+  [ -s "$WORK/models/$p.gguf" ] || continue
+  for b in "${names[@]}"; do
+    for i in "${!profiles[@]}"; do
+      read -r -a args <<< "${profiles[$i]}"
+      [ ${#args[@]} -gt 0 ] || continue
+      [ "$(left)" -gt 40 ] || { say "budget spent: profile $i of $b on $p skipped"; continue; }
+      f="$WORK/profile-$b-$p-$i.txt"
+      timeout "$(left)" "$WORK/bin/$b" bench -m "$WORK/models/$p.gguf" "${args[@]}" > "$f" 2>&1
+      say "profile $i $b $p: $(grep -E '^decode' "$f" | tail -1)"
+      [ -n "${OUT:-}" ] && cp "$f" "$OUT/"
+    done
   done
 done
 if [ -n "${LLAMA:-}" ]; then
