@@ -318,8 +318,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
             dots[g * TK + sk][lane] = dv[g];
         }
         workgroupBarrier();
-        // Thread j < GQ TK: the score of pair j = (head, key), a thread a pair (64 threads taking
-        // a key's GQ scores each were 1.8% slower at 4k, bench/RESULTS.md, forty-fifth session).
+        // Thread lid < GQ TK: the score of (head lid / TK, key lid % TK), a thread a pair (64
+        // threads taking a key's GQ scores each were 1.8% slower at 4k, bench/RESULTS.md,
+        // forty-fifth session).
         // Then each head's tile max in two levels (8 threads take 8 scores each, then every
         // thread reads the 8 maxima).
         if (lid < GQ * TK) {

@@ -16,7 +16,7 @@
 # ("-ngl 99 -fa 1 -p 0 -n 128 -d 512 -r 3": decode at the depth Tandem's runs decode at), WORK
 # (/tmp/tandem-ab), BUDGET (seconds the script may take; runs that would start past it are
 # skipped, 540), PROFILES (`tandem bench` argument sets separated by ';', each run once per build
-# and model after the hashes, e.g. "-c 1024 --prompts 1 -p 512 -n 16 --profile; -c 1024 --prompts
+# and model after its hashes, e.g. "-c 1024 --prompts 1 -p 512 -n 16 --profile; -c 1024 --prompts
 # 1 -p 512 -n 16 --profile --profile-tokens 4 --pass-tokens 2,4,8": each output goes whole to
 # $WORK/profile-BUILD-PRESET-I.txt, and to $OUT where the device call sets it). Prints each run's
 # decode line and a summary table; the log is $WORK/ab.log.
@@ -82,6 +82,7 @@ greedy_md5() {
 }
 # About 4,200 tokens of the synthetic models' vocabulary: decode after it takes the grouped attention.
 long=$(for _ in $(seq 70); do printf 'the city grew along the river and its people built bridges, '; done)
+IFS=';' read -r -a profiles <<< "${PROFILES:-}"
 for p in "${presets[@]}"; do
   [ -s "$WORK/models/$p.gguf" ] || continue
   for b in "${names[@]}"; do
@@ -89,12 +90,6 @@ for p in "${presets[@]}"; do
     md5=$(greedy_md5 "$b" "$p" -p "The history of the city")
     md5_long=$(greedy_md5 "$b" "$p" -c 8192 -p "$long")
     say "greedy md5 $b $p: $md5, after 4k: $md5_long"
-  done
-done
-IFS=';' read -r -a profiles <<< "${PROFILES:-}"
-for p in "${presets[@]}"; do
-  [ -s "$WORK/models/$p.gguf" ] || continue
-  for b in "${names[@]}"; do
     for i in "${!profiles[@]}"; do
       read -r -a args <<< "${profiles[$i]}"
       [ ${#args[@]} -gt 0 ] || continue
