@@ -36,7 +36,8 @@
 //!   element (`kv32`: common/kv_f16_kv32.wgsl, an f32 cache) and for split attention's parts
 //!   (`last`: common/attn_parts_last.wgsl, the last part's workgroup merges them).
 //! - `// tandem:with <t>`: as `tandem:twin <t>`, but only the twinned variants, named `<v>`: a
-//!   kernel that always takes the `_<t>` helpers (the pair kernel's `narrow` Q6_K unit).
+//!   kernel that always takes the `_<t>` helpers where its variant has them (at least one must;
+//!   the pair kernel's and the small-batch kernel's `narrow` Q6_K unit).
 //!
 //! The output is `$OUT_DIR/shaders.rs` with `SHADERS: &[(&str, &str)]` (variant name, source) and
 //! `ENABLE_SUBGROUPS`, the line that opens every `_sg` source, and `ENABLE_COOP`, the lines that
@@ -451,6 +452,8 @@ fn main() {
                 std::iter::once((v, ts, false)).chain(sg)
             })
             .collect();
+        // The `with` twins some variant's helpers have (each must have one).
+        let mut with_found = std::collections::HashSet::new();
         for ((name, direct, qtype, second), ts, sg) in variants {
             let mut incs = Vec::new();
             resolve(
@@ -487,14 +490,19 @@ fn main() {
             for t in &ts {
                 let suffix = format!("_{t}.wgsl");
                 let pair_files = pair.iter().flat_map(|p| &p.1);
-                assert!(
-                    incs.iter()
-                        .chain(pair_files)
-                        .any(|f| f.to_str().is_some_and(|s| s.ends_with(&suffix))),
-                    "{}: `tandem:twin {t}` or `tandem:with {t}`, but no included helper has a \
-                     `_{t}` twin",
-                    file.display()
-                );
+                let found = incs
+                    .iter()
+                    .chain(pair_files)
+                    .any(|f| f.to_str().is_some_and(|s| s.ends_with(&suffix)));
+                if with.contains(t) {
+                    with_found.extend(found.then_some(*t));
+                } else {
+                    assert!(
+                        found,
+                        "{}: `tandem:twin {t}`, but no included helper has a `_{t}` twin",
+                        file.display()
+                    );
+                }
             }
             if sg {
                 assert!(
@@ -549,6 +557,13 @@ fn main() {
                 file.display().to_string()
             )
             .unwrap();
+        }
+        for t in &with {
+            assert!(
+                with_found.contains(t),
+                "{}: `tandem:with {t}`, but no variant's helpers have a `_{t}` twin",
+                file.display()
+            );
         }
     }
     out.push_str("];\n");

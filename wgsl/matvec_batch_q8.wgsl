@@ -4,6 +4,7 @@
 // tandem:include common/q8_global.wgsl
 // tandem:include common/unit_q8.wgsl
 // tandem:qtypes q4_k q6_k q8_0
+// tandem:with narrow
 // tandem:subgroups
 //
 // Y[t, y_offset + r] (+)= sum_k W[r, k] * x'[t, k] (+ bias[y_offset + r]) for a small batch of
@@ -22,7 +23,10 @@
 // over RPT or TOKENS indexes an array): a private array indexed in a loop the driver does not
 // unroll lives in local memory (NVIDIA: 256 bytes a thread for Q4_K, 384 for Q6_K, read and
 // written per unit; bench/vk-stats), and TOKENS and RPT are constants there, so the branches on
-// them fold away.
+// them fold away. Q6_K takes its `narrow` unit of 32 weights (common/unit_q8_q6_k_narrow.wgsl,
+// `tandem:with narrow`): with the 64-weight unit this kernel kept 172 to 255 registers (the 2-,
+// 4- and 8-token pipelines), with it 106 to 128, and a 4-token pass of the dense 8B shape took
+// 7,770 us where it took 8,510 (H100, bench/RESULTS.md, forty-sixth session).
 
 override WG: u32 = 256u;
 override ROWS: u32 = 4u;  // a power of two; the matrix's shape (kernels::MatvecShape::for_small)
