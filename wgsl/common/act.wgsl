@@ -1,4 +1,5 @@
-// The gate activations of the gated FFNs (glu.wgsl, matvec_glu.wgsl, moe_gate_up*.wgsl).
+// The gate activations of the gated FFNs (glu.wgsl, matvec_glu.wgsl, moe_gate_up*.wgsl,
+// quantize_q8.wgsl).
 // Include-only.
 
 // GELU, tanh approximation (GeGLU); the tanh argument clamped to +-15.

@@ -32,22 +32,32 @@ fn q8_scale(amax: vec4<f32>) -> f32 {
     return max(max(amax.x, amax.y), max(amax.z, amax.w)) / 127.0;
 }
 
-// The quotients of v[k] / d (word x) and their remainders (word y), four int8 each.
-fn pack_q8(v: array<vec4<f32>, 8>, k: u32, d: f32, inv_d: f32) -> vec2<u32> {
-    let q = round(v[k] * inv_d);
-    let r = round((v[k] - q * d) * (254.0 * inv_d));
+// 1 / d for a block's scale d; 0 for a block of zeros.
+fn q8_inv(d: f32) -> f32 {
+    return select(0.0, 1.0 / d, d > 0.0);
+}
+
+// The quotients of v / d (word x) and their remainders (word y), four int8 each.
+fn pack4_q8(v: vec4<f32>, d: f32, inv_d: f32) -> vec2<u32> {
+    let q = round(v * inv_d);
+    let r = round((v - q * d) * (254.0 * inv_d));
     return vec2<u32>(pack4xI8(vec4<i32>(q)), pack4xI8(vec4<i32>(r)));
+}
+
+// The sum of the four values of pack4_q8's words, in units of d / 254.
+fn sum4_q8(w: vec2<u32>) -> i32 {
+    return 254 * dot4I8Packed(w.x, 0x01010101u) + dot4I8Packed(w.y, 0x01010101u);
 }
 
 // The 32 values v of a block with scale d as the two halves of 16 (lo: v[0..4], hi: v[4..8]).
 fn quantize_block(v: array<vec4<f32>, 8>, d: f32) -> array<X16, 2> {
-    let inv_d = select(0.0, 1.0 / d, d > 0.0);
+    let inv_d = q8_inv(d);
     var out: array<X16, 2>;
     for (var h = 0u; h < 2u; h++) {
-        let a = pack_q8(v, 4u * h, d, inv_d);
-        let b = pack_q8(v, 4u * h + 1u, d, inv_d);
-        let c = pack_q8(v, 4u * h + 2u, d, inv_d);
-        let e = pack_q8(v, 4u * h + 3u, d, inv_d);
+        let a = pack4_q8(v[4u * h], d, inv_d);
+        let b = pack4_q8(v[4u * h + 1u], d, inv_d);
+        let c = pack4_q8(v[4u * h + 2u], d, inv_d);
+        let e = pack4_q8(v[4u * h + 3u], d, inv_d);
         out[h] = X16(vec4<u32>(a.x, b.x, c.x, e.x), vec4<u32>(a.y, b.y, c.y, e.y));
     }
     return out;

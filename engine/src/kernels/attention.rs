@@ -5,7 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::dispatch::{f32s, Cost, Dispatch, Seqs, StepInfo, IN_OUT_LAYOUT};
+use super::dispatch::{f32s, Cost, Dispatch, Seqs, StepInfo, When};
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
 use super::rope::{Heads, KvType, RopeConfig};
@@ -185,7 +185,7 @@ pub(crate) const BINDS: &[KernelBinds] = &[
     },
     KernelBinds {
         stem: "attention_combine",
-        layout: IN_OUT_LAYOUT,
+        layout: COMBINE_LAYOUT,
         unused: &[],
         uniforms: &[
             (2, size_of::<CombineParams>()),
@@ -212,6 +212,29 @@ pub struct AttnOpts<'a> {
     /// Workgroups a pass must still have for its query heads to share workgroups
     /// (`grouped_takes`): [`ATTN_MIN_WORKGROUPS`] in a model; 0 makes every pass share them.
     pub min_grouped_workgroups: u32,
+    /// Where the small passes that take the combine ([`combines`]) write its output quantized
+    /// for the int8 products (quantize_q8's rows, [`q8_bytes`](super::q8_bytes)) instead of to
+    /// `out`; `None` writes `out` always. The head size must be a multiple of 32.
+    pub out_q8: Option<&'a wgpu::Buffer>,
+}
+
+/// (partial results, output, parameters, step, quantized output): attention_combine's layout.
+const COMBINE_LAYOUT: &[Binding] = &[
+    Binding::Read,
+    Binding::ReadWrite,
+    Binding::Uniform,
+    Binding::Uniform,
+    Binding::ReadWrite,
+];
+
+/// Whether a pass's attention ([`attention`] with `heads` and `min_grouped_workgroups`) merges
+/// its parts in the combine dispatch: split, over workgroups of several query heads.
+pub fn combines(heads: &Heads, min_grouped_workgroups: u32) -> impl Fn(&StepInfo) -> bool + Copy {
+    let (n_head, gq) = (heads.n_head, heads_per_workgroup(heads));
+    move |s| {
+        let splits = attention_splits(s, n_head);
+        splits > 1 && grouped_takes(n_head, gq, s, splits, min_grouped_workgroups)
+    }
 }
 
 /// RoPE and the optional q/k norm weights and epsilon, for attention's decode prologue.
@@ -263,6 +286,12 @@ pub fn attention(
             heads.head_dim
         )));
     }
+    if opts.out_q8.is_some() && !heads.head_dim.is_multiple_of(32) {
+        return Err(crate::Error::InvalidArgument(format!(
+            "attention's quantized output needs heads of whole 32-value blocks, not {}",
+            heads.head_dim
+        )));
+    }
     let hd = ("HD", heads.head_dim);
     let gq = heads_per_workgroup(&heads);
     let shader =
@@ -289,11 +318,17 @@ pub fn attention(
             layout: ATTN_LAYOUT,
         })?);
     }
-    let combine = gpu.pipeline(&PipelineKey {
-        shader: "attention_combine".into(),
-        constants: vec![hd],
-        layout: IN_OUT_LAYOUT,
-    })?;
+    let combine = [0, 1]
+        .into_iter()
+        .take(1 + opts.out_q8.is_some() as usize)
+        .map(|q8| {
+            gpu.pipeline(&PipelineKey {
+                shader: "attention_combine".into(),
+                constants: vec![hd, ("Q8", q8)],
+                layout: COMBINE_LAYOUT,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let params = AttnParams {
         n_head: heads.n_head,
         n_kv_head: heads.n_kv_head,
@@ -339,6 +374,8 @@ pub fn attention(
     let window = opts.window;
     let has_coop = pipelines.len() > coop;
     let min_grouped = opts.min_grouped_workgroups;
+    let combines = combines(&heads, min_grouped);
+    let q8 = opts.out_q8.is_some();
     let partial_floats = (heads.n_head * (heads.head_dim + 4)) as u64;
     Ok([
         Dispatch {
@@ -362,12 +399,15 @@ pub fn attention(
         },
         Dispatch {
             label: "attention_combine".into(),
-            pipelines: vec![combine],
-            bind_group: gpu.bind_group(IN_OUT_LAYOUT, &[partial, out, &cbuf, step]),
+            pipelines: combine,
+            // Without `out_q8`, `rows` stands in for it: bound, never written.
+            bind_group: gpu.bind_group(
+                COMBINE_LAYOUT,
+                &[partial, out, &cbuf, step, opts.out_q8.unwrap_or(rows)],
+            ),
             grid: Box::new(move |s| {
-                let splits = attention_splits(s, n_head);
-                (splits > 1 && grouped_takes(n_head, gq, s, splits, min_grouped))
-                    .then_some((0, [n_head, s.n_tokens, 1]))
+                let pipeline = (q8 && When::Small.admits(s)) as usize;
+                combines(s).then_some((pipeline, [n_head, s.n_tokens, 1]))
             }),
             cost: Box::new(move |s| {
                 let parts = s.n_tokens as u64 * attention_splits(s, n_head) as u64;

@@ -141,6 +141,8 @@ pub enum When {
     /// Passes of more than [`MATVEC_BATCH`](super::mat::MATVEC_BATCH) tokens: the matmuls'
     /// (prompt chunks).
     Large,
+    /// Decode and [`When::Large`] passes.
+    NotSmall,
     /// Passes of at most this many tokens.
     AtMost(u32),
     /// Passes of more than this many tokens.
@@ -155,6 +157,7 @@ impl When {
             When::Batch => s.n_tokens > 1,
             When::Small => (2..=super::mat::MATVEC_BATCH).contains(&s.n_tokens),
             When::Large => s.n_tokens > super::mat::MATVEC_BATCH,
+            When::NotSmall => !When::Small.admits(s),
             When::AtMost(n) => s.n_tokens <= n,
             When::MoreThan(n) => s.n_tokens > n,
         }
@@ -213,9 +216,14 @@ pub struct Dispatch {
 
 impl Dispatch {
     /// This dispatch, restricted to the passes `when` admits.
-    pub fn only(mut self, when: When) -> Dispatch {
+    pub fn only(self, when: When) -> Dispatch {
+        self.only_if(move |s| when.admits(s))
+    }
+
+    /// This dispatch only in the passes `keep` admits.
+    pub fn only_if(mut self, keep: impl Fn(&StepInfo) -> bool + Send + Sync + 'static) -> Dispatch {
         let grid = std::mem::replace(&mut self.grid, Box::new(|_| None));
-        self.grid = Box::new(move |s| if when.admits(s) { grid(s) } else { None });
+        self.grid = Box::new(move |s| if keep(s) { grid(s) } else { None });
         self
     }
 
@@ -317,7 +325,7 @@ pub(crate) fn key(shader: String, layout: &'static [Binding]) -> PipelineKey {
 }
 
 /// (input, output, parameters, step): the layout of the kernels with one input and one output
-/// (attention_combine, moe_sort, moe_combine).
+/// (moe_sort, moe_combine).
 pub(crate) const IN_OUT_LAYOUT: &[Binding] = &[
     Binding::Read,
     Binding::ReadWrite,

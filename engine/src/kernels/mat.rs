@@ -11,6 +11,7 @@ use super::dispatch::{
 };
 #[cfg(test)]
 use super::dispatch::{KernelBinds, StepUniform};
+use super::glu::Activation;
 use super::matvec_pair::{matvec_pair, pair_kernel};
 use super::shape::MatvecShape;
 #[cfg(test)]
@@ -484,10 +485,23 @@ pub fn q8_bytes(n_rows: u32, n_cols: u32) -> u64 {
     n_rows as u64 * (n_cols / 8 + n_cols.div_ceil(128) + n_cols.div_ceil(64) + 1) as u64 * 16
 }
 
-/// `xq` = the rows `rows` of `x` (`[rows, n_cols]`, f32), or of RMSNorm(x) * norm weights
-/// (`norm`: weights and epsilon), quantized to int8 blocks for the matrix products that read them
+/// What [`quantize_q8`] quantizes of each row of its input.
+#[derive(Clone, Copy)]
+pub enum Q8From<'a> {
+    /// The row as it is.
+    X,
+    /// RMSNorm(row) * these weights, with this epsilon.
+    Norm(&'a wgpu::Buffer, f32),
+    /// `act(gate) * up` of a row holding gate and up side by side (`2 n_cols` wide: the batch
+    /// gate/up product's output), as [`glu`](super::glu) computes it: the dense FFN's input to
+    /// its down projection without the activation's own dispatch.
+    Glu(Activation),
+}
+
+/// `xq` = the rows `rows` of `x` (`[rows, n_cols]`, f32; `[rows, 2 n_cols]` for [`Q8From::Glu`])
+/// as `from` says, quantized to int8 blocks for the matrix products that read them
 /// ([`MatOpts::x_q8`]); `xq` holds [`q8_bytes`]. It runs in the passes whose rows take the
-/// small-batch kernel (2 to [`MATVEC_BATCH`]); a thread a block of 32 (quantize_q8.wgsl).
+/// small-batch kernel (2 to [`MATVEC_BATCH`]); four values a thread (quantize_q8.wgsl).
 pub fn quantize_q8(
     gpu: &Gpu,
     x: &wgpu::Buffer,
@@ -495,30 +509,33 @@ pub fn quantize_q8(
     step: &wgpu::Buffer,
     n_cols: u32,
     rows: Rows,
-    norm: Option<(&wgpu::Buffer, f32)>,
+    from: Q8From,
 ) -> Result<Dispatch> {
     if !n_cols.is_multiple_of(32) {
         return Err(crate::Error::InvalidArgument(format!(
             "quantize_q8: row length {n_cols} is not a multiple of 32"
         )));
     }
+    let (norm, eps, flags, x_cols) = match from {
+        Q8From::X => (None, 0.0, 0, n_cols),
+        Q8From::Norm(w, eps) => (Some(w), eps, 1, n_cols),
+        Q8From::Glu(Activation::Silu) => (None, 0.0, 2, 2 * n_cols),
+        Q8From::Glu(Activation::GeluTanh) => (None, 0.0, 2 | 4, 2 * n_cols),
+    };
     let params = QuantizeParams {
         n_cols,
-        eps: norm.map_or(0.0, |n| n.1),
-        flags: norm.is_some() as u32,
+        eps,
+        flags,
         rows_mode: rows.mode(),
     };
     let pbuf = gpu.uniform("quantize_q8", &params);
     let shader = super::shape::reduce_variant(gpu, "quantize_q8".into(), QUANTIZE_WG, true);
     let norm_w = if norm.is_some() { n_cols as u64 } else { 0 };
-    let groups = (n_cols / 32).div_ceil(QUANTIZE_WG);
+    let groups = (n_cols / 4).div_ceil(QUANTIZE_WG);
     Ok(Dispatch {
         label: "quantize_q8".into(),
         pipelines: vec![gpu.pipeline(&key(shader, IN2_OUT_LAYOUT))?],
-        bind_group: gpu.bind_group(
-            IN2_OUT_LAYOUT,
-            &[x, norm.map_or(x, |n| n.0), xq, &pbuf, step],
-        ),
+        bind_group: gpu.bind_group(IN2_OUT_LAYOUT, &[x, norm.unwrap_or(x), xq, &pbuf, step]),
         // The passes whose rows take the small-batch kernel (`mat`'s grid).
         grid: Box::new(move |s| {
             let n = rows.count(s);
@@ -526,12 +543,12 @@ pub fn quantize_q8(
                 .contains(&n)
                 .then_some((0, [groups, n, 1]))
         }),
-        cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * n_cols as u64 + norm_w))),
+        cost: Box::new(move |s| Cost::reads(f32s(rows.count(s) as u64 * x_cols as u64 + norm_w))),
     })
 }
 
 /// Threads of a quantize_q8 workgroup (`WG` in quantize_q8.wgsl).
-const QUANTIZE_WG: u32 = 64;
+const QUANTIZE_WG: u32 = 256;
 
 /// The cost of a matrix product over `n` tokens of a weight chunk of `n_rows` x `n_cols` and
 /// `weight_bytes` on the GPU: the weights once, `per_token` activation floats a token (its input

@@ -42,7 +42,7 @@ pub use ffn_in::{glu_small, glu_small_with, matvec_glu, matvec_glu_with, takes_g
 pub use glu::{glu, Activation};
 pub use mat::{
     mat, q8_bytes, quantize_q8, small_q8_pays, small_q8_reads, takes_small_q8, GpuWeight, MatOpts,
-    WeightChunk,
+    Q8From, WeightChunk,
 };
 pub use norm::{rmsnorm, NormOpts};
 pub use rope::{rope_store, Heads, KvBuffers, KvType, RopeConfig};

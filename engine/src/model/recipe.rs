@@ -8,7 +8,7 @@
 use crate::gpu::Gpu;
 use crate::kernels::{
     self, moe, AttnOpts, DecodeRope, Dispatch, GpuWeight, Heads, KvBuffers, MatOpts, NormOpts,
-    Rows, When,
+    Q8From, Rows, When,
 };
 use crate::{Error, Result};
 
@@ -164,6 +164,10 @@ impl<'a> Recorder<'a> {
             &a.dummy,
         )?;
         self.d.push(store.only(When::Batch));
+        // The small passes whose output projection reads only int8 x' take it quantized by the
+        // attention's combine where that runs, else by a quantize dispatch.
+        let o_q8 = self.small_q8(&l.wo).1 && heads.head_dim.is_multiple_of(32);
+        let min_grouped = kernels::ATTN_MIN_WORKGROUPS;
         let attention = kernels::attention(
             self.gpu,
             &a.qkv,
@@ -184,10 +188,28 @@ impl<'a> Recorder<'a> {
                 decode_rope: Some(DecodeRope { rope, qk_norm }),
                 subgroups: true,
                 kv: self.opts.kv,
-                min_grouped_workgroups: kernels::ATTN_MIN_WORKGROUPS,
+                min_grouped_workgroups: min_grouped,
+                out_q8: o_q8.then_some(&a.x_q8),
             },
         )?;
         self.d.extend(attention);
+        let attn_q8 = if o_q8 {
+            let combines = kernels::attention::combines(&heads, min_grouped);
+            let n_cols = l.wo.n_cols;
+            let q = kernels::quantize_q8(
+                self.gpu,
+                &a.attn,
+                &a.x_q8,
+                &a.step,
+                n_cols,
+                Rows::Tokens,
+                Q8From::X,
+            )?;
+            self.d.push(q.only_if(move |s| !combines(s)));
+            Some(&a.x_q8)
+        } else {
+            None
+        };
         match (self.share_at(il), &l.ffn, &a.moe) {
             (Some((at, clear)), Ffn::Moe(m), Some(mb)) => {
                 // Decode steps add the router's shares as they write x; the others as usual.
@@ -207,16 +229,16 @@ impl<'a> Recorder<'a> {
                     when: When::Batch,
                     ..Default::default()
                 };
-                self.mat(&l.wo, &a.attn, &a.x, &batch)
+                self.mat_or_from(&l.wo, &a.attn, attn_q8, &a.x, &batch)
             }
-            _ => self.residual(&l.wo, &l.post_attn_norm, &a.attn),
+            _ => self.residual(&l.wo, &l.post_attn_norm, &a.attn, attn_q8),
         }
     }
 
     /// Dense FFN: `hidden = act(G x') * (U x')` with `x' = RMSNorm(x)`, then `x += D hidden`.
     fn dense_ffn(&mut self, l: &Layer, f: &DenseFfn) -> Result<()> {
-        self.ffn_in(l, f, true)?;
-        self.residual(&f.down, &l.post_ffn_norm, &self.a.hidden)
+        let x_q8 = self.ffn_in(l, f, true, Some(&f.down))?;
+        self.residual(&f.down, &l.post_ffn_norm, &self.a.hidden, x_q8)
     }
 
     /// Mixture of experts: router logits from `RMSNorm(x)`, then the routed experts on the GPU
@@ -248,7 +270,7 @@ impl<'a> Recorder<'a> {
         )?;
         // The shared expert's input side reads x (or xn), so it goes before anything adds to x.
         if let Some(sh) = &m.shared {
-            self.ffn_in(l, sh, false)?;
+            self.ffn_in(l, sh, false, None)?;
         }
         let routed = moe::routed(
             self.gpu,
@@ -269,7 +291,7 @@ impl<'a> Recorder<'a> {
         )?;
         self.d.extend(routed);
         if let Some(sh) = &m.shared {
-            self.residual(&sh.down, &l.post_ffn_norm, &a.hidden)?;
+            self.residual(&sh.down, &l.post_ffn_norm, &a.hidden, None)?;
         }
         Ok(())
     }
@@ -325,9 +347,25 @@ impl<'a> Recorder<'a> {
     ) -> Result<()> {
         let small = matches!(opts.when, When::Always | When::Batch | When::Small);
         let x_q8 = (small && self.small_q8(w).0)
-            .then(|| self.quantize(x, w.n_cols, opts.rows, None))
+            .then(|| self.quantize(x, w.n_cols, opts.rows, Q8From::X))
             .transpose()?;
         self.mat_from(w, x, x_q8, y, opts)
+    }
+
+    /// [`Recorder::mat_from`] where the small passes' `x_q8` is already recorded, else
+    /// [`Recorder::mat`].
+    fn mat_or_from(
+        &mut self,
+        w: &GpuWeight,
+        x: &wgpu::Buffer,
+        x_q8: Option<&'a wgpu::Buffer>,
+        y: &wgpu::Buffer,
+        opts: &MatOpts,
+    ) -> Result<()> {
+        match x_q8 {
+            Some(_) => self.mat_from(w, x, x_q8, y, opts),
+            None => self.mat(w, x, y, opts),
+        }
     }
 
     /// `kernels::mat` with `x_q8` (quantized by [`Recorder::quantize`]) for the small passes.
@@ -358,17 +396,17 @@ impl<'a> Recorder<'a> {
         kernels::small_q8_reads(self.gpu, w)
     }
 
-    /// Records the small passes' quantization of `x` (`n_cols` wide; RMSNorm first with `norm`)
+    /// Records the small passes' quantization of `x` (`n_cols` values a row, as `from` says)
     /// into the activations' `x_q8`, and returns it.
     fn quantize(
         &mut self,
         x: &wgpu::Buffer,
         n_cols: u32,
         rows: Rows,
-        norm: Option<(&wgpu::Buffer, f32)>,
+        from: Q8From,
     ) -> Result<&'a wgpu::Buffer> {
         let a = self.a;
-        let d = kernels::quantize_q8(self.gpu, x, &a.x_q8, &a.step, n_cols, rows, norm)?;
+        let d = kernels::quantize_q8(self.gpu, x, &a.x_q8, &a.step, n_cols, rows, from)?;
         self.d.push(d);
         Ok(&a.x_q8)
     }
@@ -469,33 +507,35 @@ impl<'a> Recorder<'a> {
         let x_q8 = self
             .small_q8(w)
             .0
-            .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Some((norm_w, eps))))
+            .then(|| self.quantize(&a.x, w.n_cols, Rows::Tokens, Q8From::Norm(norm_w, eps)))
             .transpose()?;
         self.norm(&a.x, norm_w, &a.xn, false, xn_when)?;
         Ok(x_q8)
     }
 
     /// `x += W input`, or through the post-norm where the model has one (Gemma):
-    /// `x += RMSNorm(W input)`.
+    /// `x += RMSNorm(W input)`. `input_q8`: the small passes' input, already quantized (then
+    /// they do not read `input`).
     fn residual(
         &mut self,
         w: &GpuWeight,
         post_norm: &Option<wgpu::Buffer>,
         input: &wgpu::Buffer,
+        input_q8: Option<&'a wgpu::Buffer>,
     ) -> Result<()> {
         let a = self.a;
+        let (y, accumulate) = match post_norm {
+            None => (&a.x, true),
+            Some(_) => (&a.tmp, false),
+        };
+        let opts = MatOpts {
+            accumulate,
+            ..Default::default()
+        };
+        self.mat_or_from(w, input, input_q8, y, &opts)?;
         match post_norm {
-            None => {
-                let opts = MatOpts {
-                    accumulate: true,
-                    ..Default::default()
-                };
-                self.mat(w, input, &a.x, &opts)
-            }
-            Some(pn) => {
-                self.mat(w, input, &a.tmp, &MatOpts::default())?;
-                self.norm(&a.tmp, pn, &a.x, true, When::Always)
-            }
+            Some(pn) => self.norm(&a.tmp, pn, &a.x, true, When::Always),
+            None => Ok(()),
         }
     }
 
@@ -503,8 +543,16 @@ impl<'a> Recorder<'a> {
     /// decode when gate and up share a buffer, and one small-batch dispatch for the small passes
     /// where they also take f32 x ([`kernels::glu_small`]), both from x; for the other batches
     /// the norm into `xn` (unless `batch_norm` is false: an earlier dispatch of this layer made
-    /// it), the matmul and the activation.
-    fn ffn_in(&mut self, l: &Layer, f: &DenseFfn, batch_norm: bool) -> Result<()> {
+    /// it), the matmul and the activation. `down`: the product that reads `hidden` next, at once;
+    /// where the small passes take it on int8 x' only, they quantize the activation of gate/up
+    /// for it instead of writing `hidden` (returned: its `x_q8`).
+    fn ffn_in(
+        &mut self,
+        l: &Layer,
+        f: &DenseFfn,
+        batch_norm: bool,
+        down: Option<&GpuWeight>,
+    ) -> Result<Option<&'a wgpu::Buffer>> {
         let (c, a) = (&self.model.config, self.a);
         let norm = Some((&l.ffn_norm, c.rms_eps));
         let fused = kernels::matvec_glu(
@@ -533,11 +581,17 @@ impl<'a> Recorder<'a> {
         } else {
             When::Batch
         };
+        // The small passes that write gate/up quantize its activation for `down`.
+        let glu_q8 = batch_when == When::Batch && down.is_some_and(|d| self.small_q8(d).1);
         self.d.extend(small);
         let glu_when = match fused {
             Some(fd) => {
                 self.d.push(fd);
-                batch_when
+                if glu_q8 {
+                    When::Large
+                } else {
+                    batch_when
+                }
             }
             None => {
                 let decode = MatOpts {
@@ -546,7 +600,11 @@ impl<'a> Recorder<'a> {
                     ..Default::default()
                 };
                 self.mat(&f.gate_up, &a.x, &a.gate_up, &decode)?;
-                When::Always
+                if glu_q8 {
+                    When::NotSmall
+                } else {
+                    When::Always
+                }
             }
         };
         let (any_q8, all_q8) = self.small_q8(&f.gate_up);
@@ -559,7 +617,7 @@ impl<'a> Recorder<'a> {
             };
             self.normed_input(&f.gate_up, &l.ffn_norm, xn_when)?
         } else if any_q8 {
-            Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, None)?)
+            Some(self.quantize(&a.xn, f.gate_up.n_cols, Rows::Tokens, Q8From::X)?)
         } else {
             None
         };
@@ -578,6 +636,9 @@ impl<'a> Recorder<'a> {
             glu_when,
         )?;
         self.d.push(glu);
-        Ok(())
+        let act = Q8From::Glu(c.activation);
+        glu_q8
+            .then(|| self.quantize(&a.gate_up, f.n_ff, Rows::Tokens, act))
+            .transpose()
     }
 }

@@ -6,7 +6,7 @@ use super::{
     upload, ROPE_TOL,
 };
 use crate::kernels::{
-    self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, KvType, NormOpts,
+    self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, KvType, NormOpts, Q8From,
     RopeConfig, Row, Rows, Seqs, StepInfo, When,
 };
 
@@ -167,6 +167,7 @@ async fn attention_matches_the_reference() {
                         kv,
                         // Every pass on the shared-head workgroups wherever heads share a KV head.
                         min_grouped_workgroups: 0,
+                        out_q8: None,
                     },
                 )
                 .unwrap();
@@ -303,6 +304,7 @@ async fn attention_with_decode_prologue_matches_the_reference() {
                     kv,
                     // Every pass on the shared-head workgroups wherever heads share a KV head.
                     min_grouped_workgroups: 0,
+                    out_q8: None,
                 },
             )
             .unwrap();
@@ -492,6 +494,7 @@ async fn attention_over_a_row_table_matches_each_row_alone() {
                     kv,
                     // The model's rule: shared-head workgroups where a pass has enough of them.
                     min_grouped_workgroups: kernels::ATTN_MIN_WORKGROUPS,
+                    out_q8: None,
                 },
             )
             .unwrap();
@@ -834,7 +837,86 @@ async fn glu_matches_the_reference() {
     }
 }
 
+/// The combine's quantized output (`AttnOpts::out_q8`: the small passes' input to an int8 output
+/// projection) is the f32 combine's output quantized by quantize_q8, byte for byte.
+async fn combine_q8_is_combine_then_quantize() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    let dummy = gpu.storage("dummy", 16).unwrap();
+    let ctx = 256u32;
+    // (heads, kv heads, head size, position, tokens)
+    for (nh, nkv, hd, pos, n_tokens) in [
+        (8u32, 2u32, 128u32, 200u32, 3u32),
+        (6, 3, 64, 130, 5),
+        (4, 2, 32, 100, 16),
+        // 96 values a row: the units' and sums' last vec4s have padding.
+        (3, 1, 32, 100, 4),
+    ] {
+        let heads = Heads {
+            n_head: nh,
+            n_kv_head: nkv,
+            head_dim: hd,
+            ctx,
+        };
+        let s = StepInfo::new(n_tokens, pos, 1);
+        assert!(
+            kernels::attention::combines(&heads, 0)(&s),
+            "{nh} heads: no combine"
+        );
+        let seed = (nh * 1000 + hd + pos) as u64;
+        let q = random_f32(seed, (n_tokens * (nh + 2 * nkv) * hd) as usize, 1.0);
+        let k = random_f32(seed + 1, (nkv * ctx * hd) as usize, 1.0);
+        let v = random_f32(seed + 2, (nkv * ctx * hd) as usize, 1.0);
+        let (qb, kb, vb) = (
+            upload(&gpu, "q", &q),
+            upload(&gpu, "k", &k),
+            upload(&gpu, "v", &v),
+        );
+        let pb = gpu
+            .storage("partial", kernels::attention_partial_len(&heads) * 4)
+            .unwrap();
+        let n_cols = nh * hd;
+        let ob = gpu.storage("out", (n_tokens * n_cols) as u64 * 4).unwrap();
+        let size = kernels::q8_bytes(n_tokens, n_cols);
+        let (got_q, want_q) = (
+            gpu.storage("got", size).unwrap(),
+            gpu.storage("want", size).unwrap(),
+        );
+        let attention = |out_q8| {
+            let opts = AttnOpts {
+                scale: 2.0 / (hd as f32).sqrt(),
+                window: 0,
+                softcap: 0.0,
+                decode_rope: None,
+                subgroups: true,
+                kv: KvType::F32,
+                min_grouped_workgroups: 0,
+                out_q8,
+            };
+            kernels::attention(&gpu, &qb, &kb, &vb, &ob, &pb, &step, &dummy, heads, opts).unwrap()
+        };
+        let d = attention(Some(&got_q));
+        run_attention_dispatches(&gpu, &[&d[0], &d[1]], s, &step, nh).await;
+        let d = attention(None);
+        let quantize =
+            kernels::quantize_q8(&gpu, &ob, &want_q, &step, n_cols, Rows::Tokens, Q8From::X)
+                .unwrap();
+        run_attention_dispatches(&gpu, &[&d[0], &d[1], &quantize], s, &step, nh).await;
+        let words = (size / 4) as usize;
+        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+        let (got, want) = (
+            read(&gpu, &got_q, words).await,
+            read(&gpu, &want_q, words).await,
+        );
+        assert!(
+            bits(got) == bits(want),
+            "heads {nh}/{nkv} of {hd}, {n_tokens} tokens at {pos}: not the combine then quantize_q8"
+        );
+    }
+}
+
 super::gpu_tests!(
+    combine_q8_is_combine_then_quantize,
     attention_matches_the_reference,
     attention_with_decode_prologue_matches_the_reference,
     attention_over_a_row_table_matches_each_row_alone,

@@ -20,7 +20,7 @@ use super::{
 use crate::gpu::Gpu;
 use crate::kernels::matvec_pair::pair_fits;
 use crate::kernels::{
-    self, Activation, GpuWeight, MatOpts, MatvecShape, Rows, StepInfo, WeightChunk, When,
+    self, Activation, GpuWeight, MatOpts, MatvecShape, Q8From, Rows, StepInfo, WeightChunk, When,
 };
 use crate::quant::tests::{fixture, random_blocks, FixtureTensor};
 use crate::quant::{dequantize, gpu_types, repack_for_gpu, GgmlType};
@@ -696,7 +696,8 @@ async fn small_batch_q8_every_type() {
                 let (xb, nb) = (upload(&gpu, "x", &x), upload(&gpu, "norm", &norm_w));
                 let (bb, yb) = (upload(&gpu, "bias", &bias), upload(&gpu, "y", &y0));
                 let norm = with_norm.then_some((&nb, eps));
-                let q = kernels::quantize_q8(&gpu, &xb, &xq, &step, cols as u32, rows_of, norm)
+                let from = norm.map_or(Q8From::X, |(w, eps)| Q8From::Norm(w, eps));
+                let q = kernels::quantize_q8(&gpu, &xb, &xq, &step, cols as u32, rows_of, from)
                     .unwrap();
                 let opts = MatOpts {
                     bias: with_bias.then_some(&bb),
@@ -742,6 +743,46 @@ async fn small_batch_q8_every_type() {
                 );
             }
         }
+    }
+}
+
+/// quantize_q8 from gate/up with the activation (`Q8From::Glu`, the dense FFN's input to its
+/// down projection in the small passes) writes the same bytes as glu.wgsl's output quantized as
+/// it is (the path it replaces; glu.wgsl is checked against the CPU in the attention tests).
+async fn quantize_q8_glu_is_glu_then_quantize() {
+    let gpu = gpu().await;
+    let step = step_buffer(&gpu);
+    for (n, n_tokens, act) in [
+        (1536u32, 3u32, Activation::Silu),
+        (2048, 5, Activation::GeluTanh),
+        (96, 8, Activation::Silu),
+    ] {
+        // Wide inputs reach the tails of both activations (and GELU's clamp of its tanh).
+        let gu = random_f32(n as u64 + 77, (n_tokens * 2 * n) as usize, 12.0);
+        let gub = upload(&gpu, "gu", &gu);
+        let hb = gpu.storage("h", (n_tokens * n) as u64 * 4).unwrap();
+        let size = kernels::q8_bytes(n_tokens, n);
+        let (want_q, got_q) = (
+            gpu.storage("want", size).unwrap(),
+            gpu.storage("got", size).unwrap(),
+        );
+        let glu = kernels::glu(&gpu, &gub, &hb, &step, n, act, When::Always).unwrap();
+        let rows = Rows::Tokens;
+        let q = |x, xq, from| kernels::quantize_q8(&gpu, x, xq, &step, n, rows, from).unwrap();
+        let want = q(&hb, &want_q, Q8From::X);
+        let got = q(&gub, &got_q, Q8From::Glu(act));
+        let s = StepInfo::new(n_tokens, 0, n_tokens);
+        run_dispatches(&gpu, &[&glu, &want, &got], s, &step).await;
+        let words = (size / 4) as usize;
+        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+        let (want, got) = (
+            read(&gpu, &want_q, words).await,
+            read(&gpu, &got_q, words).await,
+        );
+        assert!(
+            bits(got) == bits(want),
+            "quantize_q8 Glu, n {n}, tokens {n_tokens}, {act:?}: not glu then quantize_q8"
+        );
     }
 }
 
@@ -1067,6 +1108,7 @@ super::gpu_tests!(
     small_passes_norm_prologue_and_glu,
     mat_random_blocks_every_type_shape_and_flag,
     small_batch_q8_every_type,
+    quantize_q8_glu_is_glu_then_quantize,
     small_q8_reads_every_chunk_that_takes_it,
     mat_output_rows_every_type
 );
