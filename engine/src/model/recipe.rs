@@ -227,9 +227,10 @@ impl<'a> Recorder<'a> {
                 let batch = MatOpts {
                     accumulate: true,
                     when: When::Batch,
+                    x_q8: attn_q8,
                     ..Default::default()
                 };
-                self.mat_or_from(&l.wo, &a.attn, attn_q8, &a.x, &batch)
+                self.mat(&l.wo, &a.attn, &a.x, &batch)
             }
             _ => self.residual(&l.wo, &l.post_attn_norm, &a.attn, attn_q8),
         }
@@ -337,46 +338,40 @@ impl<'a> Recorder<'a> {
     }
 
     /// `kernels::mat` over input `x`; for the passes that take the small-batch kernel, `x`
-    /// quantized first where that pays for `w` ([`Recorder::small_q8`]).
-    fn mat(
+    /// quantized first where that pays for `w` ([`Recorder::small_q8`]), unless `opts.x_q8`
+    /// holds it already (an earlier dispatch quantized it).
+    fn mat<'b>(
         &mut self,
         w: &GpuWeight,
         x: &wgpu::Buffer,
         y: &wgpu::Buffer,
-        opts: &MatOpts,
-    ) -> Result<()> {
+        opts: &MatOpts<'b>,
+    ) -> Result<()>
+    where
+        'a: 'b,
+    {
         let small = matches!(opts.when, When::Always | When::Batch | When::Small);
-        let x_q8 = (small && self.small_q8(w).0)
-            .then(|| self.quantize(x, w.n_cols, opts.rows, Q8From::X))
-            .transpose()?;
+        let x_q8 = match opts.x_q8 {
+            Some(q) => Some(q),
+            None => (small && self.small_q8(w).0)
+                .then(|| self.quantize(x, w.n_cols, opts.rows, Q8From::X))
+                .transpose()?,
+        };
         self.mat_from(w, x, x_q8, y, opts)
     }
 
-    /// [`Recorder::mat_from`] where the small passes' `x_q8` is already recorded, else
-    /// [`Recorder::mat`].
-    fn mat_or_from(
-        &mut self,
-        w: &GpuWeight,
-        x: &wgpu::Buffer,
-        x_q8: Option<&'a wgpu::Buffer>,
-        y: &wgpu::Buffer,
-        opts: &MatOpts,
-    ) -> Result<()> {
-        match x_q8 {
-            Some(_) => self.mat_from(w, x, x_q8, y, opts),
-            None => self.mat(w, x, y, opts),
-        }
-    }
-
     /// `kernels::mat` with `x_q8` (quantized by [`Recorder::quantize`]) for the small passes.
-    fn mat_from(
+    fn mat_from<'b>(
         &mut self,
         w: &GpuWeight,
         x: &wgpu::Buffer,
-        x_q8: Option<&'a wgpu::Buffer>,
+        x_q8: Option<&'b wgpu::Buffer>,
         y: &wgpu::Buffer,
-        opts: &MatOpts,
-    ) -> Result<()> {
+        opts: &MatOpts<'b>,
+    ) -> Result<()>
+    where
+        'a: 'b,
+    {
         let a = self.a;
         // x_q8 also holds x as f16 for the long passes on the matrix units (kernels::mat's
         // to_f16): each pass writes it in one form only.
@@ -530,9 +525,10 @@ impl<'a> Recorder<'a> {
         };
         let opts = MatOpts {
             accumulate,
+            x_q8: input_q8,
             ..Default::default()
         };
-        self.mat_or_from(w, input, input_q8, y, &opts)?;
+        self.mat(w, input, y, &opts)?;
         match post_norm {
             Some(pn) => self.norm(&a.tmp, pn, &a.x, true, When::Always),
             None => Ok(()),

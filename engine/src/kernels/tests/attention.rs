@@ -2,8 +2,8 @@
 //! `kernels::reference`.
 
 use super::{
-    assert_close, gpu, random_f32, read, run_attention_dispatches, run_dispatches, step_buffer,
-    upload, ROPE_TOL,
+    assert_close, assert_same_bytes, gpu, random_f32, read, run_attention_dispatches,
+    run_dispatches, step_buffer, upload, ROPE_TOL,
 };
 use crate::kernels::{
     self, reference, Activation, AttnOpts, DecodeRope, Heads, KvBuffers, KvType, NormOpts, Q8From,
@@ -902,16 +902,8 @@ async fn combine_q8_is_combine_then_quantize() {
             kernels::quantize_q8(&gpu, &ob, &want_q, &step, n_cols, Rows::Tokens, Q8From::X)
                 .unwrap();
         run_attention_dispatches(&gpu, &[&d[0], &d[1], &quantize], s, &step, nh).await;
-        let words = (size / 4) as usize;
-        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
-        let (got, want) = (
-            read(&gpu, &got_q, words).await,
-            read(&gpu, &want_q, words).await,
-        );
-        assert!(
-            bits(got) == bits(want),
-            "heads {nh}/{nkv} of {hd}, {n_tokens} tokens at {pos}: not the combine then quantize_q8"
-        );
+        let case = format!("heads {nh}/{nkv} of {hd}, {n_tokens} tokens at {pos}");
+        assert_same_bytes(&gpu, &got_q, &want_q, size, &case).await;
     }
 }
 

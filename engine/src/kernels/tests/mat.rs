@@ -15,7 +15,8 @@
 //! lavapipe), 64 (8), 8 (1) and fewer threads than a subgroup (portable only); see `mat_shapes`.
 
 use super::{
-    assert_close, gpu, matvec_shapes, random_f32, read, run_dispatches, step_buffer, upload,
+    assert_close, assert_same_bytes, gpu, matvec_shapes, random_f32, read, run_dispatches,
+    step_buffer, upload,
 };
 use crate::gpu::Gpu;
 use crate::kernels::matvec_pair::pair_fits;
@@ -773,16 +774,8 @@ async fn quantize_q8_glu_is_glu_then_quantize() {
         let got = q(&gub, &got_q, Q8From::Glu(act));
         let s = StepInfo::new(n_tokens, 0, n_tokens);
         run_dispatches(&gpu, &[&glu, &want, &got], s, &step).await;
-        let words = (size / 4) as usize;
-        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
-        let (want, got) = (
-            read(&gpu, &want_q, words).await,
-            read(&gpu, &got_q, words).await,
-        );
-        assert!(
-            bits(got) == bits(want),
-            "quantize_q8 Glu, n {n}, tokens {n_tokens}, {act:?}: not glu then quantize_q8"
-        );
+        let case = format!("quantize_q8 Glu, n {n}, tokens {n_tokens}, {act:?}");
+        assert_same_bytes(&gpu, &got_q, &want_q, size, &case).await;
     }
 }
 

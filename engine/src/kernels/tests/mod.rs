@@ -220,3 +220,17 @@ pub fn upload<T: bytemuck::Pod>(gpu: &Gpu, label: &str, v: &[T]) -> wgpu::Buffer
 pub async fn read(gpu: &Gpu, b: &wgpu::Buffer, n: usize) -> Vec<f32> {
     gpu.read_f32(b, 0, n).await.unwrap()
 }
+
+/// Asserts that `got` holds the same `bytes` bytes as `want` (bit for bit; `case` names it).
+pub async fn assert_same_bytes(
+    gpu: &Gpu,
+    got: &wgpu::Buffer,
+    want: &wgpu::Buffer,
+    bytes: u64,
+    case: &str,
+) {
+    let words = (bytes / 4) as usize;
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let (got, want) = (read(gpu, got, words).await, read(gpu, want, words).await);
+    assert!(bits(got) == bits(want), "{case}: the bytes differ");
+}
