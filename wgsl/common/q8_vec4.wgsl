@@ -25,7 +25,7 @@ fn q8_store_vec4(v: vec4<f32>, i: u32, owns: bool, lid: u32, row: u32, n_cols: u
     for (var k = first; k < first + 8u; k++) {
         amax = max(amax, q8_max[k]);
     }
-    let d = amax / 127.0;  // q8_scale's
+    let d = q8_scale(vec4<f32>(amax));
     let w = pack4_q8(v, d, q8_inv(d));
     q8_sum[lid] = sum4_q8(w);
     workgroupBarrier();
