@@ -152,11 +152,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         let act = (p.flags >> 3u) & 1u;
         let u0 = up_sums[2u * slot];
         let u1 = up_sums[2u * slot + 1u];
-        let g0 = vec4<f32>(glu_act(s0.x, act), glu_act(s0.y, act), glu_act(s0.z, act),
-                           glu_act(s0.w, act));
-        let g1 = vec4<f32>(glu_act(s1.x, act), glu_act(s1.y, act), glu_act(s1.z, act),
-                           glu_act(s1.w, act));
-        store8(tok0, out_row, g0 * u0, g1 * u1, n_tok);
+        store8(tok0, out_row, glu_act4(s0, act) * u0, glu_act4(s1, act) * u1, n_tok);
     }
 }
 

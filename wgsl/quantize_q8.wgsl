@@ -30,11 +30,6 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 @group(0) @binding(4) var<uniform> step: Step;
 
-// act(g) of each component (common/act.wgsl's, as glu.wgsl applies it).
-fn glu4(g: vec4<f32>, act: u32) -> vec4<f32> {
-    return vec4<f32>(glu_act(g.x, act), glu_act(g.y, act), glu_act(g.z, act), glu_act(g.w, act));
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     let r = wg.y;
@@ -60,7 +55,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, inv: Invocation) {
     if (i < cols4) {
         v = x[xi + i];
         if (glu) {
-            v = glu4(v, (p.flags >> 2u) & 1u) * x[xi + cols4 + i];
+            v = glu_act4(v, (p.flags >> 2u) & 1u) * x[xi + cols4 + i];
         }
         if (norm) {
             v = v * norm_w[i];

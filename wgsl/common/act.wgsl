@@ -16,3 +16,8 @@ fn glu_act(g: f32, act: u32) -> f32 {
     }
     return gelu_tanh(g);
 }
+
+// glu_act of each component.
+fn glu_act4(g: vec4<f32>, act: u32) -> vec4<f32> {
+    return vec4<f32>(glu_act(g.x, act), glu_act(g.y, act), glu_act(g.z, act), glu_act(g.w, act));
+}
